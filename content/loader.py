@@ -1,0 +1,221 @@
+"""Load deck YAML files into validated `Deck` objects, all or nothing.
+
+Every problem (YAML syntax, duplicate keys, schema, cross-references) is reported as
+`file:line: message`; a deck with any problem is not loaded at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from content.lint import check_deck
+from content.schema import ChoiceCard, CodeCard, Deck, FillInCard, Mistake
+
+DECKS_DIR = Path(__file__).resolve().parent / "decks"
+AnyCard = FillInCard | ChoiceCard | CodeCard
+
+
+@dataclass(frozen=True)
+class DeckProblem:
+    file: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.message}"
+
+
+class DeckError(Exception):
+    def __init__(self, problems: list[DeckProblem]):
+        self.problems = problems
+        super().__init__("\n".join(map(str, problems)))
+
+
+class _LineLoader(yaml.SafeLoader):
+    """A safe loader that refuses duplicate keys (PyYAML silently keeps the last)."""
+
+
+def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode, deep: bool = False):
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key '{key}' (first on line {seen[key]})",
+                key_node.start_mark,
+            )
+        seen[key] = key_node.start_mark.line + 1
+    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+
+_LineLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping
+)
+
+
+def _line_index(node: yaml.Node, path: tuple = ()) -> Iterator[tuple[tuple, int]]:
+    """Yield (path, 1-based line) for every node of a composed YAML document."""
+    yield path, node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            yield (*path, key_node.value), key_node.start_mark.line + 1
+            for sub_path, line in _line_index(value_node, (*path, key_node.value)):
+                if sub_path != (*path, key_node.value):
+                    yield sub_path, line
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            yield from _line_index(item, (*path, index))
+
+
+def _line_for(lines: dict[tuple, int], loc: tuple) -> int:
+    """The line of the deepest node of `loc` that exists in the file.
+
+    Pydantic locations can hold union tags ('fill_in') that are not YAML keys; skip them.
+    """
+    best, path = lines.get((), 1), ()
+    for part in loc:
+        candidate = (*path, part)
+        if candidate in lines:
+            path, best = candidate, lines[candidate]
+    return best
+
+
+def _error_path(error: dict) -> tuple:
+    """Where an error points in the YAML; a bad union tag points at its `type:` key."""
+    loc = tuple(error["loc"])
+    if error["type"] == "union_tag_invalid":
+        key = str((error.get("ctx") or {}).get("discriminator", "")).strip("'\"")
+        if key:
+            loc = (*loc, key)
+    return loc
+
+
+def _format_pydantic(error: dict) -> str:
+    loc = ".".join(str(p) for p in error["loc"])
+    return f"{loc}: {error['msg']}" if loc else error["msg"]
+
+
+def parse_deck(text: str, file: str = "<deck>") -> Deck:
+    """Parse and validate one deck; raise DeckError listing every problem."""
+    try:
+        root = yaml.compose(text, Loader=_LineLoader)
+        data = yaml.load(text, Loader=_LineLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        line = mark.line + 1 if mark else 1
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise DeckError([DeckProblem(file, line, f"YAML: {problem}")]) from None
+    if root is None or not isinstance(data, dict):
+        raise DeckError([DeckProblem(file, 1, "a deck must be a YAML mapping")])
+    lines = dict(_line_index(root))
+    try:
+        deck = Deck.model_validate(data)
+    except ValidationError as exc:
+        problems = [
+            DeckProblem(file, _line_for(lines, _error_path(e)), _format_pydantic(e))
+            for e in exc.errors()
+        ]
+        raise DeckError(problems) from None
+    problems = [DeckProblem(file, _line_for(lines, path), msg) for path, msg in check_deck(deck)]
+    if problems:
+        raise DeckError(problems)
+    return deck
+
+
+def load_deck(path: Path | str) -> Deck:
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise DeckError([DeckProblem(str(path), 1, f"cannot read: {exc}")]) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        message = f"not UTF-8 text: byte 0x{raw[exc.start]:02x} cannot be decoded ({exc.reason})"
+        raise DeckError([DeckProblem(str(path), line, message)]) from None
+    return parse_deck(text, str(path))
+
+
+def deck_files(paths: Iterable[Path | str] = ()) -> list[Path]:
+    """Expand the given files and folders; the bundled decks when none are given."""
+    result: list[Path] = []
+    for path in map(Path, paths or [DECKS_DIR]):
+        result += sorted(path.glob("*.yaml")) if path.is_dir() else [path]
+    return result
+
+
+def _top_level_line(path: Path, key: str) -> int:
+    """The line of a top-level `key:` in a deck file that has already loaded cleanly."""
+    root = yaml.compose(path.read_text(encoding="utf-8"), Loader=_LineLoader)
+    if isinstance(root, yaml.MappingNode):
+        for key_node, _ in root.value:
+            if key_node.value == key:
+                return key_node.start_mark.line + 1
+    return 1
+
+
+class DeckLibrary:
+    """Every loaded deck, with card and mistake lookup by id."""
+
+    def __init__(self, decks: Iterable[Deck]):
+        self.decks: dict[str, Deck] = {}
+        self._cards: dict[str, tuple[Deck, AnyCard]] = {}
+        for deck in decks:
+            if deck.id in self.decks:
+                raise DeckError([DeckProblem(deck.id, 1, f"deck id '{deck.id}' loaded twice")])
+            self.decks[deck.id] = deck
+            for card in deck.cards:
+                self._cards[card.id] = (deck, card)
+
+    @classmethod
+    def load(cls, paths: Iterable[Path | str] = ()) -> DeckLibrary:
+        """Load every deck; raise one DeckError with all problems of all files."""
+        decks, problems = [], []
+        first_file: dict[str, Path] = {}
+        for file in deck_files(paths):
+            try:
+                deck = load_deck(file)
+            except DeckError as exc:
+                problems += exc.problems
+                continue
+            if deck.id in first_file:
+                problems.append(DeckProblem(
+                    str(file), _top_level_line(file, "id"),
+                    f"deck id '{deck.id}' is already used by {first_file[deck.id]}",
+                ))
+                continue
+            first_file[deck.id] = file
+            decks.append(deck)
+        if problems:
+            raise DeckError(problems)
+        return cls(decks)
+
+    def deck(self, deck_id: str) -> Deck:
+        try:
+            return self.decks[deck_id]
+        except KeyError:
+            known = ", ".join(sorted(self.decks)) or "none"
+            raise KeyError(f"no deck '{deck_id}' (loaded: {known})") from None
+
+    def card(self, card_id: str) -> AnyCard:
+        return self._cards[card_id][1]
+
+    def deck_of(self, card_id: str) -> Deck:
+        return self._cards[card_id][0]
+
+    def has_card(self, card_id: str) -> bool:
+        return card_id in self._cards
+
+    def mistake(self, card_id: str, mistake_id: str) -> Mistake:
+        return self.deck_of(card_id).mistake(mistake_id)
+
+    def cards(self, deck_id: str | None = None) -> list[AnyCard]:
+        decks = [self.deck(deck_id)] if deck_id else list(self.decks.values())
+        return [card for deck in decks for card in deck.cards]

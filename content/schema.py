@@ -1,0 +1,143 @@
+"""The deck format: strict pydantic models (unknown keys rejected).
+
+Ids are stable slugs, never letters or positions, so that review logs (which store ids)
+survive reordering and editing. Cross-references (mistake ids, answers, blanks) are checked
+by `content.lint`, which reports a YAML path for every problem.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+SLUG_RE = r"^[a-z][a-z0-9_-]*$"
+Slug = Annotated[str, StringConstraints(pattern=SLUG_RE, max_length=40)]
+CardId = Annotated[
+    str, StringConstraints(pattern=r"^[a-z][a-z0-9-]*/[a-z][a-z0-9-]*$", max_length=80)
+]
+Text = Annotated[str, StringConstraints(min_length=1, strip_whitespace=True)]
+Difficulty = Literal["easy", "medium", "hard"]
+
+# `[[blank-id]]` marks a blank inside fill-in code.
+BLANK_RE = re.compile(r"\[\[([a-z][a-z0-9_-]*)\]\]")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Mistake(Strict):
+    """A common mistake: what learners get wrong and why it matters."""
+
+    id: Slug
+    title: Text = Field(description="A short name for the mistake.")
+    explanation: Text = Field(description="What goes wrong and how to fix it.")
+    seed_wording: list[Text] = Field(
+        default_factory=list, description="The source page's own 'Common Mistakes' lines."
+    )
+
+
+class WrongChoice(Strict):
+    """Why one wrong chip or option is wrong."""
+
+    mistake: Slug = Field(description="Id of a mistake in the deck's registry.")
+    says: Text = Field(description="One sentence: what this choice actually does.")
+
+
+class Chip(Strict):
+    id: Slug
+    text: Text
+
+
+class Blank(Strict):
+    id: Slug
+    answer: Slug = Field(description="Id of the correct chip.")
+    wrong: dict[Slug, WrongChoice] = Field(
+        description="Every other chip of the card, keyed by chip id."
+    )
+
+
+class CardBase(Strict):
+    id: CardId
+    rev: int = Field(ge=1, description="Bump on a content change.")
+    difficulty: Difficulty
+    topics: list[Slug] = Field(min_length=1)
+    prompt: Text
+    hint: Text = Field(description="A nudge that does not give the answer away.")
+    takeaway: Text
+    source: str | None = Field(default=None, description="Where the card came from.")
+    flags: list[Text] = Field(
+        default_factory=list, description="Curation notes: what was fixed or guessed."
+    )
+
+
+class FillInCard(CardBase):
+    type: Literal["fill_in"]
+    code: Text = Field(description="Code with [[blank-id]] markers.")
+    chips: list[Chip] = Field(min_length=2)
+    blanks: list[Blank] = Field(min_length=1)
+    explanation: Text
+
+
+class Option(Strict):
+    id: Slug
+    text: Text
+    code: str | None = None
+    correct: bool = False
+    mistake: Slug | None = None
+    says: str | None = None
+
+
+class SolutionStep(Strict):
+    title: Text
+    detail: Text
+
+
+class ChoiceCard(CardBase):
+    type: Literal["multiple_choice"]
+    code: str | None = None
+    options: list[Option] = Field(min_length=2)
+    solution: list[SolutionStep] = Field(min_length=1)
+
+
+class CodeCard(CardBase):
+    type: Literal["code"]
+    starter: Text = Field(description="What the learner starts from.")
+    given_names: list[str] = Field(min_length=1)
+    checker: Slug = Field(description="Module in content/checkers that judges the code.")
+    mistakes: list[Slug] = Field(min_length=1, description="Mistake ids the checker reports.")
+    reference: Text = Field(description="A correct solution, shown after the check.")
+
+
+Card = Annotated[Union[FillInCard, ChoiceCard, CodeCard], Field(discriminator="type")]
+
+
+class Deck(Strict):
+    id: Slug
+    title: Text
+    description: Text
+    version: int = Field(ge=1)
+    source: str | None = None
+    mistakes: list[Mistake] = Field(min_length=1)
+    cards: list[Card] = Field(min_length=1)
+
+    def card(self, card_id: str) -> FillInCard | ChoiceCard | CodeCard:
+        for card in self.cards:
+            if card.id == card_id:
+                return card
+        raise KeyError(card_id)
+
+    def mistake(self, mistake_id: str) -> Mistake:
+        for mistake in self.mistakes:
+            if mistake.id == mistake_id:
+                return mistake
+        raise KeyError(mistake_id)
+
+
+def json_schema() -> dict:
+    schema = Deck.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "Tutor deck"
+    return schema
