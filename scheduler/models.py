@@ -1,0 +1,115 @@
+"""The tables: learners, their per-card SM-2 state, the review log, guild membership.
+
+Times are stored as UTC; review days are *study days* (dates in the learner's own
+calendar, see scheduler.studyday), so a timezone change neither skips nor doubles a review.
+Review logs keep ids (cards, options, mistakes), never text, so editing a deck never
+orphans history.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+
+import sqlalchemy as sa
+from sqlalchemy.types import TypeDecorator
+from sqlmodel import JSON, Column, Field, SQLModel
+
+
+class UTCDateTime(TypeDecorator):
+    """Aware datetimes in, aware UTC datetimes out, on every backend."""
+
+    impl = sa.DateTime
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect):
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime: pass an aware (UTC) datetime")
+        return value.astimezone(UTC).replace(tzinfo=None)
+
+    def process_result_value(self, value: datetime | None, dialect):
+        return None if value is None else value.replace(tzinfo=UTC)
+
+
+def _utc_column(nullable: bool = False, index: bool = False) -> Column:
+    return Column(UTCDateTime(), nullable=nullable, index=index)
+
+
+class Learner(SQLModel, table=True):
+    __tablename__ = "learner"
+
+    id: int | None = Field(default=None, primary_key=True)
+    # "discord:<user id>" or "local:<name>": one learner per person per front end.
+    external_id: str = Field(max_length=100, unique=True)
+    display_name: str = Field(default="", max_length=100)
+    timezone: str = Field(default="UTC", max_length=64)
+    rollover_hour: int = Field(default=4)
+    new_per_day: int = Field(default=10)
+    reminders_enabled: bool = Field(default=False)
+    reminder_hour: int = Field(default=18)
+    next_reminder_at: datetime | None = Field(default=None, sa_column=_utc_column(True, True))
+    leaderboard_visible: bool = Field(default=True)
+    created_at: datetime = Field(sa_column=_utc_column())
+
+
+class CardState(SQLModel, table=True):
+    __tablename__ = "card_state"
+    __table_args__ = (sa.Index("ix_card_state_due", "learner_id", "due_day"),)
+
+    learner_id: int = Field(foreign_key="learner.id", primary_key=True, ondelete="CASCADE")
+    card_id: str = Field(primary_key=True, max_length=80)
+    deck_id: str = Field(max_length=40)
+    card_rev: int
+    ef100: int = Field(default=250)
+    repetitions: int = Field(default=0)
+    interval: int = Field(default=0)
+    due_day: date
+    lapses: int = Field(default=0)
+    # Bumped on every graded review: an answer served against an older value is stale.
+    review_count: int = Field(default=0)
+    # Rule 7: scored below 4 today, so it is drilled again before the day ends.
+    drill_pending: bool = Field(default=False)
+    last_review_day: date | None = None
+    last_reviewed_at: datetime | None = Field(default=None, sa_column=_utc_column(True))
+
+
+class ReviewLog(SQLModel, table=True):
+    __tablename__ = "review_log"
+    __table_args__ = (
+        sa.Index("ix_review_log_guild_time", "guild_id", "reviewed_at"),
+        sa.Index("ix_review_log_learner_time", "learner_id", "reviewed_at"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    # One served card is recorded once, however often its answer arrives.
+    answer_id: str = Field(max_length=64, unique=True)
+    learner_id: int = Field(foreign_key="learner.id", ondelete="CASCADE")
+    card_id: str = Field(max_length=80)
+    deck_id: str = Field(max_length=40)
+    card_rev: int
+    guild_id: int | None = Field(default=None, sa_type=sa.BigInteger)
+    kind: str = Field(max_length=10)  # new | review | drill | cram
+    reviewed_at: datetime = Field(sa_column=_utc_column())
+    study_day: date
+    quality: int
+    correct: bool
+    attempts: int
+    hint_used: bool
+    latency_ms: int
+    chosen: list = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    mistake_ids: list = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    ef100_after: int
+    interval_after: int
+    due_day_after: date
+
+
+class GuildMember(SQLModel, table=True):
+    """Who used the bot in which server (no privileged members intent needed)."""
+
+    __tablename__ = "guild_member"
+
+    guild_id: int = Field(sa_type=sa.BigInteger, primary_key=True)
+    learner_id: int = Field(foreign_key="learner.id", primary_key=True, ondelete="CASCADE")
+    first_seen_at: datetime = Field(sa_column=_utc_column())
+    last_seen_at: datetime = Field(sa_column=_utc_column())

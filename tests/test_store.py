@@ -1,0 +1,150 @@
+"""The store: connection settings, migrations, the review transaction, and crashes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from datetime import UTC, date, datetime
+
+import pytest
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlmodel import SQLModel
+
+from scheduler.db import current_revision, downgrade, head_revision, make_engine, sqlite_url, upgrade
+from scheduler.store import ReviewRecord, StaleReview, Store
+from tests.conftest import REPO
+
+NOW = datetime(2026, 12, 2, 12, tzinfo=UTC)
+DAY = date(2026, 12, 2)
+
+
+def record(learner_id: int, answer_id: str, card_id: str = "d/c", **overrides) -> ReviewRecord:
+    values = dict(
+        answer_id=answer_id, learner_id=learner_id, card_id=card_id, deck_id="d", card_rev=1,
+        kind="new", reviewed_at=NOW, study_day=DAY, quality=5, correct=True, attempts=1,
+        hint_used=False, latency_ms=900, chosen=["opt"], mistake_ids=[], guild_id=None,
+        ef100=260, repetitions=1, interval=1, due_day=date(2026, 12, 3), lapses=0,
+        drill_pending=False, expected_count=None, changes_schedule=True,
+    )
+    return ReviewRecord(**{**values, **overrides})
+
+
+def test_sqlite_connections_use_wal_foreign_keys_and_busy_timeout(engine):
+    with engine.connect() as conn:
+        pragma = lambda name: conn.exec_driver_sql(f"PRAGMA {name}").scalar()  # noqa: E731
+        assert pragma("journal_mode") == "wal"
+        assert pragma("foreign_keys") == 1
+        assert pragma("busy_timeout") == 5000
+        assert pragma("synchronous") == 1  # NORMAL
+
+
+def test_migrations_build_exactly_the_models_schema(engine):
+    assert current_revision(engine) == head_revision()
+    with engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn), SQLModel.metadata)
+    assert diff == []
+
+
+def test_upgrade_is_idempotent_and_downgrade_round_trips(tmp_path):
+    engine = make_engine(sqlite_url(tmp_path / "x.db"))
+    assert current_revision(engine) is None
+    upgrade(engine)
+    upgrade(engine)
+    downgrade(engine, "base")
+    assert sa.inspect(engine).get_table_names() == ["alembic_version"]
+    upgrade(engine)
+    assert {"learner", "card_state", "review_log", "guild_member"} <= set(
+        sa.inspect(engine).get_table_names())
+
+
+def test_learner_is_created_once(store):
+    a = store.learner("local:ann", display_name="Ann", now=NOW)
+    b = store.learner("local:ann", display_name="other", now=NOW)
+    assert a.id == b.id and b.display_name == "Ann" and b.created_at == NOW
+    with pytest.raises(ValueError):
+        store.update_learner(a.id, external_id="local:bob")
+
+
+def test_a_repeated_answer_id_is_recorded_once(store):
+    learner = store.learner("local:ann", now=NOW)
+    first = store.record(record(learner.id, "a1"))
+    again = store.record(record(learner.id, "a1", quality=0, correct=False))
+    assert not first.duplicate and again.duplicate
+    assert (again.quality, again.correct) == (5, True)  # what was recorded the first time
+    assert len(store.reviews_on(learner.id, DAY)) == 1
+    assert store.state(learner.id, "d/c").review_count == 1
+
+
+def test_a_stale_review_records_nothing(store):
+    learner = store.learner("local:ann", now=NOW)
+    store.record(record(learner.id, "a1"))
+    store.record(record(learner.id, "a2", kind="review", expected_count=1, interval=6))
+    with pytest.raises(StaleReview):  # served when the count was still 1
+        store.record(record(learner.id, "a3", kind="review", expected_count=1))
+    with pytest.raises(StaleReview):  # a second "first" review of the same card
+        store.record(record(learner.id, "a4"))
+    assert store.review("a3") is None and store.review("a4") is None
+    state = store.state(learner.id, "d/c")
+    assert (state.review_count, state.interval) == (2, 6)
+
+
+def test_naive_datetimes_are_refused(store):
+    learner = store.learner("local:ann", now=NOW)
+    with pytest.raises(ValueError, match="naive"):
+        store.record(record(learner.id, "a1", reviewed_at=datetime(2026, 12, 2, 12)))
+
+
+def test_forgetting_a_learner_removes_everything_of_theirs(store):
+    ann = store.learner("local:ann", now=NOW)
+    bob = store.learner("local:bob", now=NOW)
+    for learner in (ann, bob):
+        store.record(record(learner.id, f"{learner.id}-a"))
+        store.touch_guild(77, learner.id, NOW)
+    store.delete_learner(ann.id)
+    assert store.states(ann.id) == [] and store.review(f"{ann.id}-a") is None
+    assert store.states(bob.id) and store.review(f"{bob.id}-a")
+    with store.engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT learner_id FROM guild_member").all() == [(bob.id,)]
+
+
+WRITER = textwrap.dedent("""
+    import sys
+    from tests.test_store import record
+    from scheduler.db import make_engine, upgrade
+    from scheduler.store import Store
+    engine = make_engine(sys.argv[1])
+    upgrade(engine)
+    store = Store(engine)
+    learner = store.learner("local:crash", now=__import__("tests.test_store").test_store.NOW)
+    i = 0
+    while True:
+        store.record(record(learner.id, f"ack-{i}", card_id=f"d/c{i}"))
+        print(f"ack-{i}", flush=True)  # acknowledged only after the commit returned
+        i += 1
+""")
+
+
+def test_kill_9_of_a_writer_loses_no_acknowledged_review(tmp_path):
+    url = sqlite_url(tmp_path / "crash.db")
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, url], cwd=REPO, stdout=subprocess.PIPE, text=True,
+    )
+    acked = [writer.stdout.readline().strip() for _ in range(300)]
+    os.kill(writer.pid, signal.SIGKILL)
+    writer.wait()
+    engine = make_engine(url)
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA integrity_check").scalar() == "ok"
+        stored = {r[0] for r in conn.exec_driver_sql("SELECT answer_id FROM review_log")}
+        states = conn.exec_driver_sql("SELECT count(*) FROM card_state").scalar()
+    assert set(acked) <= stored
+    assert states == len(stored)  # every logged review moved its card, and only those
+    # The store keeps working on the recovered file.
+    store = Store(engine)
+    learner = store.learner("local:crash", now=NOW)
+    assert not store.record(record(learner.id, "after-restart", card_id="d/new")).duplicate
