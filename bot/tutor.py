@@ -1,0 +1,340 @@
+"""The tutor engine: which card next, is this answer right, what was the mistake, and
+when to review again. Discord-free; every front end (terminal, Discord) calls only this.
+
+Time is injected (`clock`), never read here. A served card is an immutable `Served` value
+that carries its own attempt state, so a front end can keep it anywhere (memory, a Discord
+custom_id) and the engine stays stateless between calls.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import date, datetime
+from typing import Literal
+
+from content.loader import AnyCard, DeckLibrary
+from content.schema import ChoiceCard, CodeCard, FillInCard
+from scheduler.grading import MAX_ATTEMPTS, GradePolicy, needs_drill, quality_for
+from scheduler.models import CardState, Learner
+from scheduler.sm2 import NEW, SM2State, review
+from scheduler.store import ReviewRecord, StaleReview, Store
+from scheduler.studyday import due_day, study_day
+
+Kind = Literal["new", "review", "drill", "cram"]
+Mode = Literal["auto", "review", "learn", "practice"]
+Response = str | Mapping[str, str]
+
+
+class TutorError(Exception):
+    """A problem the learner should be told about in plain words."""
+
+
+class NeedsSandbox(TutorError):
+    pass
+
+
+class StaleCard(TutorError):
+    pass
+
+
+class InvalidAnswer(TutorError):
+    """The response is not a choice this card offers; no attempt was used."""
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """A card in front of a learner, with the attempts made on it so far."""
+
+    serve_id: str
+    learner_id: int
+    card_id: str
+    card_rev: int
+    kind: Kind
+    served_at: datetime
+    # The SM-2 state when served; the review is refused if it moved meanwhile.
+    state: SM2State
+    lapses: int
+    review_count: int | None  # None: a card the learner has never seen
+    attempts: int = 0
+    hint_used: bool = False
+    chosen: tuple = ()
+    guild_id: int | None = None
+    # The learner's calendar, so answering needs no extra read.
+    timezone: str = "UTC"
+    rollover_hour: int = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """What one wrong choice does and the common mistake behind it."""
+
+    choice: str
+    says: str
+    mistake_id: str
+    mistake_title: str
+    explanation: str
+    blank: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    served: Served
+    correct: bool
+    finished: bool
+    findings: tuple[Finding, ...]
+    quality: int | None = None
+    due: date | None = None
+    interval: int | None = None
+    duplicate: bool = False
+
+    @property
+    def attempts_left(self) -> int:
+        return 0 if self.finished else MAX_ATTEMPTS - self.served.attempts
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    today: date
+    due_now: int
+    new_left_today: int
+    drills_left: int
+    next_due: date | None
+
+
+class Tutor:
+    def __init__(
+        self,
+        store: Store,
+        library: DeckLibrary,
+        *,
+        clock: Callable[[], datetime],
+        policy: GradePolicy = GradePolicy(),
+        code_judge: Callable[[CodeCard, str], object] | None = None,
+    ):
+        self.store = store
+        self.library = library
+        self.clock = clock
+        self.policy = policy
+        self.code_judge = code_judge
+
+    # -- learners ------------------------------------------------------------------------
+
+    def learner(self, external_id: str, display_name: str = "") -> Learner:
+        return self.store.learner(external_id, display_name=display_name, now=self.clock())
+
+    def today(self, learner: Learner) -> date:
+        return study_day(self.clock(), learner.timezone, learner.rollover_hour)
+
+    # -- choosing a card -----------------------------------------------------------------
+
+    def servable(self, deck_id: str | None = None, topic: str | None = None) -> list[AnyCard]:
+        """Cards this tutor can judge (code cards only with a sandbox), in deck order."""
+        return [
+            card for card in self.library.cards(deck_id)
+            if (self.code_judge or not isinstance(card, CodeCard))
+            and (topic is None or topic in card.topics)
+        ]
+
+    def next_card(
+        self,
+        learner: Learner,
+        *,
+        deck_id: str | None = None,
+        mode: Mode = "auto",
+        topic: str | None = None,
+        guild_id: int | None = None,
+    ) -> Served | None:
+        """Due reviews (most overdue first), then new cards within the daily limit, then
+        rule-7 drills of cards that scored below 4 today. `practice` serves any card."""
+        cards = {card.id: card for card in self.servable(deck_id, topic)}
+        today = self.today(learner)
+        states = {s.card_id: s for s in self.store.states(learner.id) if s.card_id in cards}
+        due = sorted(
+            (s for s in states.values() if s.due_day <= today),
+            key=lambda s: (s.due_day, s.ef100, s.card_id),
+        )
+        if mode in ("auto", "review", "practice") and due:
+            return self._serve(learner, cards[due[0].card_id], "review", due[0], guild_id)
+        unseen = [card for card in cards.values() if card.id not in states]
+        if mode in ("auto", "learn") and unseen and self._new_left(learner, today) > 0:
+            return self._serve(learner, unseen[0], "new", None, guild_id)
+        drills = sorted(
+            (s for s in states.values() if s.drill_pending and s.last_review_day == today),
+            key=lambda s: (s.last_reviewed_at, s.card_id),
+        )
+        if mode in ("auto", "review") and drills:
+            return self._serve(learner, cards[drills[0].card_id], "drill", drills[0], guild_id)
+        if mode == "practice" and cards:
+            if unseen:
+                kind: Kind = "new" if self._new_left(learner, today) > 0 else "cram"
+                return self._serve(learner, unseen[0], kind, None, guild_id)
+            stalest = min(states.values(), key=lambda s: (s.last_reviewed_at, s.card_id))
+            return self._serve(learner, cards[stalest.card_id], "cram", stalest, guild_id)
+        return None
+
+    def _new_left(self, learner: Learner, today: date) -> int:
+        return max(0, learner.new_per_day - self.store.new_cards_on(learner.id, today))
+
+    def _serve(self, learner: Learner, card: AnyCard, kind: Kind,
+               state: CardState | None, guild_id: int | None) -> Served:
+        if guild_id is not None:
+            self.store.touch_guild(guild_id, learner.id, self.clock())
+        now = self.clock()
+        return Served(
+            serve_id=new_serve_id(now),
+            learner_id=learner.id,
+            card_id=card.id,
+            card_rev=card.rev,
+            kind=kind,
+            served_at=now,
+            state=NEW if state is None else SM2State(state.ef100, state.repetitions,
+                                                     state.interval),
+            lapses=0 if state is None else state.lapses,
+            review_count=None if state is None else state.review_count,
+            guild_id=guild_id,
+            timezone=learner.timezone,
+            rollover_hour=learner.rollover_hour,
+        )
+
+    def card(self, served: Served) -> AnyCard:
+        if not self.library.has_card(served.card_id):
+            raise StaleCard("This card is no longer in the deck.")
+        card = self.library.card(served.card_id)
+        if card.rev != served.card_rev:
+            raise StaleCard("This card was changed since it was served; ask for a new one.")
+        return card
+
+    # -- answering -----------------------------------------------------------------------
+
+    def hint(self, served: Served) -> tuple[Served, str]:
+        """The card's hint; using it caps the grade at 2 (DESIGN.md grading)."""
+        return replace(served, hint_used=True), self.card(served).hint
+
+    def answer(self, served: Served, response: Response) -> Verdict:
+        card = self.card(served)
+        if served.attempts >= MAX_ATTEMPTS:
+            raise StaleCard("This card was already answered.")
+        if isinstance(card, CodeCard):
+            if self.code_judge is None:
+                raise NeedsSandbox("Code cards need the sandbox, which is not running here.")
+            raise NeedsSandbox("Code answers are judged by the sandbox front end.")
+        if isinstance(card, FillInCard):
+            chosen, findings = self._judge_fill_in(card, response)
+        else:
+            chosen, findings = self._judge_choice(card, response)
+        attempt = replace(served, attempts=served.attempts + 1,
+                          chosen=(*served.chosen, chosen))
+        correct = not findings
+        if not correct and attempt.attempts < MAX_ATTEMPTS:
+            return Verdict(attempt, False, False, findings)
+        return self._finish(attempt, card, correct, findings)
+
+    def _finish(self, served: Served, card: AnyCard, correct: bool,
+                findings: tuple[Finding, ...]) -> Verdict:
+        now = self.clock()
+        today = study_day(now, served.timezone, served.rollover_hour)
+        latency_ms = max(0, int((now - served.served_at).total_seconds() * 1000))
+        quality = quality_for(correct, served.attempts, served.hint_used, latency_ms,
+                              self.policy)
+        schedules = served.kind in ("new", "review")
+        after = review(served.state, quality) if schedules else served.state
+        due = due_day(today, after.interval) if schedules else today
+        lapses = served.lapses + (schedules and quality < 3)
+        mistakes = sorted({m for attempt in served.chosen for m in _mistakes_of(card, attempt)})
+        record = ReviewRecord(
+            answer_id=served.serve_id, learner_id=served.learner_id, card_id=card.id,
+            deck_id=self.library.deck_of(card.id).id, card_rev=card.rev, kind=served.kind,
+            reviewed_at=now, study_day=today, quality=quality, correct=correct,
+            attempts=served.attempts, hint_used=served.hint_used, latency_ms=latency_ms,
+            chosen=[_jsonable(c) for c in served.chosen], mistake_ids=mistakes,
+            guild_id=served.guild_id, ef100=after.ef100, repetitions=after.repetitions,
+            interval=after.interval, due_day=due, lapses=lapses,
+            drill_pending=needs_drill(quality),
+            expected_count=served.review_count, changes_schedule=schedules,
+        )
+        try:
+            recorded = self.store.record(record)
+        except StaleReview:
+            raise StaleCard("This card was already answered elsewhere.") from None
+        return Verdict(served, recorded.correct, True, findings, recorded.quality,
+                       recorded.due_day, recorded.interval, recorded.duplicate)
+
+    def _mistake(self, card: AnyCard, mistake_id: str):
+        return self.library.mistake(card.id, mistake_id)
+
+    def _judge_choice(self, card: ChoiceCard, response: Response):
+        options = {option.id: option for option in card.options}
+        if not isinstance(response, str) or response not in options:
+            raise InvalidAnswer(f"Choose one of: {', '.join(options)}.")
+        option = options[response]
+        if option.correct:
+            return option.id, ()
+        mistake = self._mistake(card, option.mistake)
+        finding = Finding(option.text, option.says or "", mistake.id, mistake.title,
+                          mistake.explanation)
+        return option.id, (finding,)
+
+    def _judge_fill_in(self, card: FillInCard, response: Response):
+        chips = {chip.id: chip for chip in card.chips}
+        if not isinstance(response, Mapping) or set(response) != {b.id for b in card.blanks}:
+            raise InvalidAnswer(f"Fill every blank: {', '.join(b.id for b in card.blanks)}.")
+        findings = []
+        for blank in card.blanks:
+            chip_id = response[blank.id]
+            if chip_id not in chips:
+                raise InvalidAnswer(f"'{chip_id}' is not one of this card's options.")
+            if chip_id == blank.answer:
+                continue
+            wrong = blank.wrong[chip_id]
+            mistake = self._mistake(card, wrong.mistake)
+            findings.append(Finding(chips[chip_id].text, wrong.says, mistake.id,
+                                    mistake.title, mistake.explanation, blank.id))
+        chosen = tuple((blank.id, response[blank.id]) for blank in card.blanks)
+        return chosen, tuple(findings)
+
+    # -- progress ------------------------------------------------------------------------
+
+    def progress(self, learner: Learner, deck_id: str | None = None) -> Progress:
+        today = self.today(learner)
+        cards = {card.id for card in self.servable(deck_id)}
+        states = [s for s in self.store.states(learner.id) if s.card_id in cards]
+        unseen = len(cards) - len(states)
+        return Progress(
+            today=today,
+            due_now=sum(s.due_day <= today for s in states),
+            new_left_today=min(unseen, self._new_left(learner, today)),
+            drills_left=sum(s.drill_pending and s.last_review_day == today for s in states),
+            next_due=min((s.due_day for s in states if s.due_day > today), default=None),
+        )
+
+
+def new_serve_id(now: datetime) -> str:
+    """Time-ordered (like a UUIDv7): new log rows append to the unique index instead of
+    landing on random pages, which makes each durable commit cheaper."""
+    return f"{int(now.timestamp() * 1000):011x}{secrets.token_hex(6)}"
+
+
+def correct_answer(card: AnyCard) -> str:
+    """The right answer in words, to reveal once the attempts are used."""
+    if isinstance(card, ChoiceCard):
+        return next(o.text for o in card.options if o.correct)
+    if isinstance(card, FillInCard):
+        chips = {chip.id: chip.text for chip in card.chips}
+        return ", ".join(chips[b.answer] for b in card.blanks)
+    return card.reference
+
+
+def _mistakes_of(card: AnyCard, chosen) -> list[str]:
+    if isinstance(card, ChoiceCard):
+        option = next(o for o in card.options if o.id == chosen)
+        return [] if option.correct else [option.mistake]
+    if isinstance(card, FillInCard):
+        blanks = {b.id: b for b in card.blanks}
+        return [blanks[b].wrong[c].mistake for b, c in chosen if c != blanks[b].answer]
+    return []
+
+
+def _jsonable(chosen):
+    return dict(chosen) if isinstance(chosen, tuple) else chosen
