@@ -136,6 +136,25 @@ class Deck(Strict):
         raise KeyError(mistake_id)
 
 
+def resolved(deck: Deck) -> dict:
+    """The deck as plain data with each wrong choice's mistake spelled out beside its id."""
+    mistakes = {m.id: m for m in deck.mistakes}
+
+    def spell(choice: dict) -> None:
+        mistake = mistakes[choice["mistake"]]
+        choice["mistake_title"], choice["explanation"] = mistake.title, mistake.explanation
+
+    data = deck.model_dump(mode="json")
+    for card in data["cards"]:
+        for option in card.get("options", []):
+            if not option["correct"]:
+                spell(option)
+        for blank in card.get("blanks", []):
+            for choice in blank["wrong"].values():
+                spell(choice)
+    return data
+
+
 def json_schema() -> dict:
     schema = Deck.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"

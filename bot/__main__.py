@@ -1,0 +1,169 @@
+"""The `tutor` command line (also `python -m bot`). With no command it starts practice."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+DEFAULT_DB = "tutor.db"
+
+
+def _database_url(db: str | None) -> str:
+    from scheduler.db import sqlite_url
+
+    if db:
+        return sqlite_url(db)
+    return os.environ.get("DATABASE_URL") or sqlite_url(DEFAULT_DB)
+
+
+def _library(deck_id: str | None = None):
+    """Load the decks, or exit: 1 with every problem as file:line: message, 2 for an
+    unknown deck id."""
+    from content.loader import DeckError, DeckLibrary
+
+    try:
+        library = DeckLibrary.load()
+    except DeckError as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        sys.exit(1)
+    if deck_id and deck_id not in library.decks:
+        print(f"No deck '{deck_id}'. Decks: {', '.join(library.decks)}", file=sys.stderr)
+        sys.exit(2)
+    return library
+
+
+def _open_store(url: str):
+    from scheduler.db import make_engine, upgrade
+    from scheduler.store import Store
+
+    engine = make_engine(url)
+    upgrade(engine)
+    return Store(engine)
+
+
+def cmd_practice(args) -> int:
+    from bot.console import Console
+    from bot.tutor import Tutor
+
+    library = _library(args.deck)
+    tutor = Tutor(_open_store(_database_url(args.db)), library, clock=lambda: datetime.now(UTC))
+    name = args.learner or getpass.getuser() or "me"
+    learner = tutor.learner(f"local:{name}", display_name=name)
+    return Console(tutor, learner, args.deck).run()
+
+
+def cmd_deck_validate(args) -> int:
+    from content.loader import DeckError, deck_files, load_deck
+
+    problems, files = [], deck_files(args.paths)
+    for file in files:
+        try:
+            load_deck(file)
+        except DeckError as exc:
+            problems += exc.problems
+    for problem in problems:
+        print(problem)
+    if not problems:
+        print(f"{len(files)} deck file(s) valid.", file=sys.stderr)
+    return 1 if problems or not files else 0
+
+
+def cmd_deck_dump(args) -> int:
+    from content.schema import resolved
+
+    library = _library(args.deck)
+    decks = [library.deck(args.deck)] if args.deck else list(library.decks.values())
+    data = [resolved(deck) for deck in decks]
+    print(json.dumps(data[0] if args.deck else data, indent=2, ensure_ascii=False))
+    return 0
+
+
+def cmd_deck_schema(args) -> int:
+    from content.schema import json_schema
+
+    text = json.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n"
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_db_upgrade(args) -> int:
+    from scheduler.db import current_revision, make_engine, upgrade
+
+    engine = make_engine(_database_url(args.db))
+    before = current_revision(engine)
+    upgrade(engine)
+    after = current_revision(engine)
+    url = engine.url.render_as_string(hide_password=True)
+    print(f"{url}: {before or 'empty'} -> {after}" if before != after
+          else f"{url}: already at {after}")
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from bot.bench import BENCHMARKS
+
+    result = BENCHMARKS[args.name](args)
+    print(json.dumps(result, indent=None if args.json else 2))
+    return 0 if result.get("ok", True) else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from bot.bench import BENCHMARKS
+
+    parser = argparse.ArgumentParser(prog="tutor", description=__doc__)
+    sub = parser.add_subparsers(dest="command")
+
+    practice = sub.add_parser("practice", help="practise in the terminal (no Discord needed)")
+    practice.add_argument("--deck", help="deck id (default: every deck)")
+    practice.add_argument("--db", help=f"SQLite file (default: $DATABASE_URL or {DEFAULT_DB})")
+    practice.add_argument("--learner", help="your name (default: your login)")
+    practice.set_defaults(func=cmd_practice)
+
+    deck = sub.add_parser("deck", help="check and inspect decks").add_subparsers(
+        dest="deck_command", required=True)
+    validate = deck.add_parser("validate", help="check deck files; exit 1 on any problem")
+    validate.add_argument("paths", nargs="*", help="files or folders (default: bundled decks)")
+    validate.set_defaults(func=cmd_deck_validate)
+    dump = deck.add_parser("dump", help="print the resolved deck(s)")
+    dump.add_argument("--deck")
+    dump.add_argument("--json", action="store_true", help="JSON output (the only format)")
+    dump.set_defaults(func=cmd_deck_dump)
+    schema = deck.add_parser("schema", help="print the deck JSON Schema")
+    schema.add_argument("-o", "--output")
+    schema.set_defaults(func=cmd_deck_schema)
+
+    db = sub.add_parser("db", help="database maintenance").add_subparsers(
+        dest="db_command", required=True)
+    db_upgrade = db.add_parser("upgrade", help="apply migrations")
+    db_upgrade.add_argument("--db", help="SQLite file (default: $DATABASE_URL)")
+    db_upgrade.set_defaults(func=cmd_db_upgrade)
+
+    bench = sub.add_parser("bench", help="benchmarks (JSON on stdout)")
+    bench.add_argument("name", choices=sorted(BENCHMARKS))
+    bench.add_argument("--json", action="store_true", help="one line of JSON")
+    bench.add_argument("-n", type=int, default=None, help="operations per measurement")
+    bench.set_defaults(func=cmd_bench)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command is None:  # the embedded default: terminal practice on SQLite
+        args = build_parser().parse_args(["practice"])
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

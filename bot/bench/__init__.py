@@ -1,0 +1,9 @@
+"""Benchmarks behind `tutor bench NAME --json`. Each returns a JSON-ready dict.
+
+They live in the package (not tests/) so an installed `tutor` can run them; tests/bench/
+runs each one small to keep them working. Tests never assert timings.
+"""
+
+from bot.bench.answers import bench_answers
+
+BENCHMARKS = {"answers": bench_answers}

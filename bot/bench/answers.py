@@ -1,0 +1,138 @@
+"""Graded answers per second through the engine on SQLite, next to raw sqlite3.
+
+Both sides write the same rows (one review log + one card state per answer, one durable
+transaction each, WAL, synchronous=NORMAL) into the same migrated schema, in alternating
+rounds of the same run, so the ratio is fair to the machine's mood.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import statistics
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from bot.tutor import Tutor, new_serve_id
+from content.loader import DeckLibrary
+from content.schema import ChoiceCard, FillInCard
+from scheduler.db import make_engine, sqlite_url, upgrade
+from scheduler.store import Store
+
+TARGET_RATIO = 0.30
+ROUNDS = 5
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = datetime(2026, 12, 2, 12, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(milliseconds=50)
+        return self.now
+
+
+def _right_answer(card):
+    if isinstance(card, ChoiceCard):
+        return next(o.id for o in card.options if o.correct)
+    return {b.id: b.answer for b in card.blanks}
+
+
+def _engine_round(tutor: Tutor, library: DeckLibrary, learners: list, n: int) -> list[float]:
+    """Serve and answer n cards; time only the answer calls."""
+    answers = {card.id: _right_answer(card) for card in tutor.servable()}
+    timings: list[float] = []
+    while len(timings) < n:
+        learner = learners.pop()
+        while len(timings) < n and (served := tutor.next_card(learner)):
+            start = time.perf_counter()
+            tutor.answer(served, answers[served.card_id])
+            timings.append(time.perf_counter() - start)
+    return timings
+
+
+_RAW_LOG = (
+    "INSERT INTO review_log (answer_id, learner_id, card_id, deck_id, card_rev, guild_id, kind,"
+    " reviewed_at, study_day, quality, correct, attempts, hint_used, latency_ms, chosen,"
+    " mistake_ids, ef100_after, interval_after, due_day_after)"
+    " VALUES (?, ?, ?, ?, ?, NULL, 'new', ?, ?, 5, 1, 1, 0, 900, ?, '[]', 250, 1, ?)"
+)
+_RAW_STATE = (
+    "INSERT INTO card_state (learner_id, card_id, deck_id, card_rev, ef100, repetitions,"
+    " interval, due_day, lapses, review_count, drill_pending, last_review_day,"
+    " last_reviewed_at) VALUES (?, ?, ?, 1, 260, 1, 1, ?, 0, 1, 0, ?, ?)"
+)
+
+
+def _raw_round(conn: sqlite3.Connection, learner_id: int, cards: list[str], n: int,
+               offset: int) -> list[float]:
+    timings = []
+    for i in range(offset, offset + n):
+        card = f"{cards[i % len(cards)]}-{i}"
+        answer_id = new_serve_id(datetime.now(UTC))  # the same ids the engine writes
+        start = time.perf_counter()
+        with conn:  # one transaction, committed on exit
+            conn.execute(_RAW_LOG, (answer_id, learner_id, card, "deck", 1,
+                                    "2026-12-02 12:00:00", "2026-12-02",
+                                    json.dumps(["choice"]), "2026-12-03"))
+            conn.execute(_RAW_STATE, (learner_id, card, "deck", "2026-12-03", "2026-12-02",
+                                      "2026-12-02 12:00:00"))
+        timings.append(time.perf_counter() - start)
+    return timings
+
+
+def bench_answers(args) -> dict:
+    n = args.n or 2000
+    per_round = max(1, n // ROUNDS)
+    library = DeckLibrary.load()
+    with tempfile.TemporaryDirectory() as tmp:
+        engine = make_engine(sqlite_url(Path(tmp) / "engine.db"))
+        upgrade(engine)
+        tutor = Tutor(Store(engine), library, clock=_Clock())
+        cards_per_learner = len(tutor.servable())
+        learners = [tutor.learner(f"bench:{i}")
+                    for i in range(n // cards_per_learner + ROUNDS + 1)]
+
+        raw_engine = make_engine(sqlite_url(Path(tmp) / "raw.db"))
+        upgrade(raw_engine)
+        raw_engine.dispose()
+        raw = sqlite3.connect(Path(tmp) / "raw.db", isolation_level="DEFERRED")
+        raw.execute("PRAGMA journal_mode=WAL")
+        raw.execute("PRAGMA synchronous=NORMAL")
+        raw.execute("PRAGMA foreign_keys=ON")
+        with raw:
+            raw.execute("INSERT INTO learner (external_id, display_name, timezone,"
+                        " rollover_hour, new_per_day, reminders_enabled, reminder_hour,"
+                        " leaderboard_visible, created_at)"
+                        " VALUES ('raw', '', 'UTC', 4, 10, 0, 18, 1, '2026-12-02 12:00:00')")
+        card_ids = [card.id for card in tutor.servable()]
+
+        engine_rates, raw_rates, engine_all, raw_all = [], [], [], []
+        for r in range(ROUNDS):
+            timings = _engine_round(tutor, library, learners, per_round)
+            engine_all += timings
+            engine_rates.append(len(timings) / sum(timings))
+            timings = _raw_round(raw, 1, card_ids, per_round, r * per_round)
+            raw_all += timings
+            raw_rates.append(len(timings) / sum(timings))
+        raw.close()
+        engine.dispose()
+
+    engine_rate = statistics.median(engine_rates)
+    raw_rate = statistics.median(raw_rates)
+    ratio = engine_rate / raw_rate
+    return {
+        "benchmark": "answers",
+        "answers": per_round * ROUNDS,
+        "rounds": ROUNDS,
+        "storage": "sqlite file, WAL, synchronous=NORMAL, one transaction per answer",
+        "engine_answers_per_s": round(engine_rate),
+        "raw_sqlite3_writes_per_s": round(raw_rate),
+        "engine_median_ms": round(statistics.median(engine_all) * 1000, 4),
+        "raw_median_ms": round(statistics.median(raw_all) * 1000, 4),
+        "ratio": round(ratio, 3),
+        "target_ratio": TARGET_RATIO,
+        "ok": ratio >= TARGET_RATIO,
+    }

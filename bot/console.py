@@ -1,0 +1,219 @@
+"""`tutor practice`: the terminal front end on the same engine and database as the bot."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date
+from typing import TextIO
+
+from bot.tutor import (
+    Served,
+    TutorError,
+    Tutor,
+    Verdict,
+    correct_answer,
+)
+from content.schema import BLANK_RE, ChoiceCard, CodeCard, FillInCard
+from scheduler.models import Learner
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+QUIT = {"q", "quit", "exit"}
+HINT = {"?", "h", "hint"}
+
+
+class Quit(Exception):
+    pass
+
+
+def _indent(text: str, prefix: str = "    ") -> str:
+    return textwrap.indent(text.rstrip("\n"), prefix)
+
+
+def _when(day: date, today: date) -> str:
+    days = (day - today).days
+    if days <= 0:
+        return "today"
+    if days == 1:
+        return f"tomorrow ({day.isoformat()})"
+    return f"in {days} days ({day.isoformat()})"
+
+
+@dataclass
+class Console:
+    tutor: Tutor
+    learner: Learner
+    deck_id: str | None = None
+    out: TextIO | None = None
+    read: Callable[[str], str] = input
+    answered: int = field(default=0, init=False)
+
+    def say(self, text: str = "") -> None:
+        print(text, file=self.out, flush=True)
+
+    def ask(self, prompt: str) -> str:
+        try:
+            line = self.read(prompt)
+        except EOFError:
+            raise Quit from None
+        if line.strip().lower() in QUIT:
+            raise Quit
+        return line.strip()
+
+    # -- the session ---------------------------------------------------------------------
+
+    def run(self) -> int:
+        title = (self.tutor.library.deck(self.deck_id).title if self.deck_id
+                 else ", ".join(d.title for d in self.tutor.library.decks.values()))
+        self.say(f"{title} - practising as {self.learner.display_name or 'you'}")
+        skipped = [c for c in self.tutor.library.cards(self.deck_id)
+                   if isinstance(c, CodeCard) and self.tutor.code_judge is None]
+        if skipped:
+            self.say(f"({len(skipped)} code card(s) need the sandbox and are skipped here.)")
+        self._status()
+        self.say("Answer with a letter or the option's text; ? shows a hint, q quits.")
+        try:
+            while (served := self.tutor.next_card(self.learner, deck_id=self.deck_id)):
+                self._play(served)
+        except Quit:
+            self.say()
+        self._farewell()
+        return 0
+
+    def _status(self) -> None:
+        p = self.tutor.progress(self.learner, self.deck_id)
+        self.say(f"{p.due_now} due now, {p.new_left_today} new left today.")
+
+    def _farewell(self) -> None:
+        p = self.tutor.progress(self.learner, self.deck_id)
+        self.say(f"Answered {self.answered} card(s) this session.")
+        if p.due_now or p.drills_left:
+            self.say(f"Still waiting today: {p.due_now} due, {p.drills_left} to drill again.")
+        elif p.next_due:
+            self.say(f"All caught up. Next review: {_when(p.next_due, p.today)}.")
+        else:
+            self.say("All caught up.")
+
+    # -- one card ------------------------------------------------------------------------
+
+    def _play(self, served: Served) -> None:
+        card = self.tutor.card(served)
+        self.say()
+        label = {"new": "new card", "review": "review", "drill": "once more",
+                 "cram": "practice"}[served.kind]
+        self.say(f"== {label} - {card.difficulty} - {', '.join(card.topics)}")
+        self.say(card.prompt)
+        if isinstance(card, FillInCard):
+            self._show_fill_in(card)
+        else:
+            self._show_choice(card)
+        while True:
+            response = self._read_response(served, card)
+            if isinstance(response, Served):  # a hint was shown
+                served = response
+                continue
+            try:
+                verdict = self.tutor.answer(served, response)
+            except TutorError as exc:
+                self.say(str(exc))
+                return
+            served = verdict.served
+            self._show_verdict(card, verdict)
+            if verdict.finished:
+                self.answered += 1
+                return
+
+    def _show_fill_in(self, card: FillInCard) -> None:
+        numbers = {blank.id: i for i, blank in enumerate(card.blanks, 1)}
+        code = BLANK_RE.sub(lambda m: f"[{numbers[m.group(1)]}]", card.code)
+        self.say()
+        self.say(_indent(code))
+        self.say()
+        self.say("  " + "   ".join(f"{LETTERS[i]}) {c.text}" for i, c in enumerate(card.chips)))
+
+    def _show_choice(self, card: ChoiceCard) -> None:
+        if card.code:
+            self.say()
+            self.say(_indent(card.code))
+        self.say()
+        for i, option in enumerate(card.options):
+            self.say(f"  {LETTERS[i]}) {option.text}")
+            if option.code:
+                self.say(_indent(option.code, "       "))
+
+    def _read_response(self, served: Served, card):
+        blanks = len(card.blanks) if isinstance(card, FillInCard) else 1
+        prompt = "Answer > " if blanks == 1 else f"Answers for [1]..[{blanks}] > "
+        while True:
+            line = self.ask(prompt)
+            if line.lower() in HINT:
+                served, hint = self.tutor.hint(served)
+                self.say(f"Hint: {hint}")
+                return served
+            if not line:
+                continue
+            try:
+                if isinstance(card, FillInCard):
+                    return self._parse_fill_in(card, line)
+                return self._parse_choice(card, line)
+            except ValueError as exc:
+                self.say(str(exc))
+
+    def _pick(self, ids_texts: list[tuple[str, str]], token: str) -> str:
+        token = token.strip().strip("`")
+        if len(token) == 1 and token.upper() in LETTERS[: len(ids_texts)]:
+            return ids_texts[LETTERS.index(token.upper())][0]
+        for item_id, text in ids_texts:
+            if token.lower() in (text.lower(), item_id.lower()):
+                return item_id
+        raise ValueError(f"'{token}' is not one of the options (A-{LETTERS[len(ids_texts) - 1]}).")
+
+    def _parse_choice(self, card: ChoiceCard, line: str) -> str:
+        return self._pick([(o.id, o.text) for o in card.options], line)
+
+    def _parse_fill_in(self, card: FillInCard, line: str) -> dict[str, str]:
+        tokens = [t for t in re.split(r"[\s,]+", line) if t]
+        if len(tokens) != len(card.blanks):
+            raise ValueError(
+                f"This card has {len(card.blanks)} blank(s): give {len(card.blanks)} "
+                f"answer(s) in order, e.g. '{' '.join('abc'[: len(card.blanks)])}'."
+            )
+        chips = [(c.id, c.text) for c in card.chips]
+        return {blank.id: self._pick(chips, t) for blank, t in zip(card.blanks, tokens)}
+
+    def _show_verdict(self, card, verdict: Verdict) -> None:
+        if verdict.duplicate:
+            self.say("(This answer was already recorded.)")
+        if verdict.correct:
+            tries = verdict.served.attempts
+            self.say("Correct!" if tries == 1 else f"Correct, on attempt {tries}.")
+        else:
+            self.say("Not quite.")
+            for f in verdict.findings:
+                where = f" for [{self._blank_number(card, f.blank)}]" if f.blank else ""
+                self._wrapped(f"You chose '{f.choice}'{where}: {f.says}")
+                self._wrapped(f"Common mistake - {f.mistake_title}: {f.explanation}")
+            if not verdict.finished:
+                self.say(f"  {verdict.attempts_left} attempt(s) left. (? for a hint)")
+                return
+            self.say(f"The answer: {correct_answer(card)}")
+        self._show_solution(card)
+        if verdict.due is not None and verdict.served.kind in ("new", "review"):
+            today = self.tutor.today(self.learner)
+            self.say(f"Next review of this card: {_when(verdict.due, today)}.")
+
+    def _wrapped(self, text: str) -> None:
+        self.say(textwrap.fill(text, width=88, initial_indent="  ", subsequent_indent="  "))
+
+    def _blank_number(self, card: FillInCard, blank_id: str) -> int:
+        return next(i for i, b in enumerate(card.blanks, 1) if b.id == blank_id)
+
+    def _show_solution(self, card) -> None:
+        if isinstance(card, ChoiceCard):
+            for i, step in enumerate(card.solution, 1):
+                self._wrapped(f"{i}. {step.title}: {step.detail}")
+        elif isinstance(card, FillInCard):
+            self._wrapped(card.explanation)
+        self.say(f"Takeaway: {card.takeaway}")

@@ -1,0 +1,75 @@
+"""The `tutor` command line: deck tools, migrations and the default command."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from content.schema import json_schema
+from tests.conftest import REPO
+
+
+def tutor(*args: str, cwd: Path = REPO, stdin: str = "") -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    return subprocess.run(
+        [sys.executable, "-m", "bot", *args], input=stdin, capture_output=True, text=True,
+        cwd=cwd, env={**env, "PYTHONPATH": str(REPO)}, timeout=60,
+    )
+
+
+def test_deck_validate_passes_on_the_bundled_deck():
+    result = tutor("deck", "validate")
+    assert result.returncode == 0 and result.stdout == ""
+    assert "1 deck file(s) valid." in result.stderr
+
+
+def test_deck_validate_reports_file_line_message_and_exits_1(tmp_path):
+    good = (REPO / "content/decks/gradient-accumulation.yaml").read_text()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(good.replace("    rev: 1\n", "    rev: 1\n    colour: red\n", 1)
+                   .replace("answer: zero_grad", "answer: nothing", 1))
+    result = tutor("deck", "validate", str(bad), str(tmp_path / "missing.yaml"))
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    colour_line = bad.read_text().splitlines().index("    colour: red") + 1
+    assert f"{bad}:{colour_line}: cards.0.fill_in.colour: Extra inputs are not permitted" in lines
+    assert any(line.startswith(f"{tmp_path / 'missing.yaml'}:1: cannot read") for line in lines)
+
+
+def test_deck_dump_is_the_resolved_deck_as_json():
+    result = tutor("deck", "dump", "--deck", "gradient-accumulation", "--json")
+    deck = json.loads(result.stdout)
+    assert deck["id"] == "gradient-accumulation" and len(deck["cards"]) == 11
+    option = next(o for c in deck["cards"] if c["type"] == "multiple_choice"
+                  for o in c["options"] if not o["correct"])
+    assert option["mistake"] and option["says"] and option["explanation"]
+
+
+def test_committed_json_schema_is_current():
+    committed = json.loads((REPO / "content/deck.schema.json").read_text())
+    assert committed == json.loads(json.dumps(json_schema())), "run: tutor deck schema -o content/deck.schema.json"
+
+
+def test_db_upgrade_creates_then_reports_current(tmp_path):
+    first = tutor("db", "upgrade", "--db", str(tmp_path / "a.db"))
+    assert first.returncode == 0 and "empty -> 0001" in first.stdout
+    again = tutor("db", "upgrade", "--db", str(tmp_path / "a.db"))
+    assert "already at 0001" in again.stdout
+
+
+def test_database_url_from_the_environment(tmp_path):
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'env.db'}",
+           "PYTHONPATH": str(REPO)}
+    subprocess.run([sys.executable, "-m", "bot", "db", "upgrade"], env=env, cwd=tmp_path,
+                   check=True, capture_output=True, timeout=60)
+    assert (tmp_path / "env.db").exists()
+
+
+def test_no_command_starts_terminal_practice_on_sqlite(tmp_path):
+    result = tutor(cwd=tmp_path, stdin="q\n")
+    assert result.returncode == 0, result.stderr
+    assert "Gradient accumulation in PyTorch - practising as" in result.stdout
+    assert (tmp_path / "tutor.db").exists()

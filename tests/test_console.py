@@ -1,0 +1,136 @@
+"""`tutor practice` as a learner uses it: in-process, through a pipe and through a pty."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+
+import pexpect
+import pytest
+
+from bot.console import Console
+from tests.conftest import REPO
+
+
+def play(tutor, lines: list[str], learner_name: str = "sam") -> str:
+    learner = tutor.learner(f"local:{learner_name}", display_name=learner_name)
+    feed = iter(lines)
+
+    def read(prompt: str) -> str:
+        out.write(prompt)
+        try:
+            line = next(feed)
+        except StopIteration:
+            raise EOFError from None
+        out.write(line + "\n")
+        return line
+
+    out = io.StringIO()
+    assert Console(tutor, learner, "mini", out=out, read=read).run() == 0
+    return out.getvalue()
+
+
+def test_a_wrong_chip_is_explained_then_the_right_one_is_scheduled(tutor):
+    text = play(tutor, ["b", "a", "q"])
+    assert "optimizer.[1]()" in text and "A) zero_grad   B) step   C) backward" in text
+    assert "You chose 'step' for [1]: step() updates the weights." in text
+    assert "Common mistake - Wrong method: That method does something else entirely." in text
+    assert "2 attempt(s) left." in text
+    assert "Correct, on attempt 2." in text
+    assert "Next review of this card: tomorrow (2026-12-03)." in text
+    assert "Takeaway: Clear, then accumulate." in text
+    assert "(1 code card(s) need the sandbox and are skipped here.)" in text
+
+
+def test_multi_blank_answers_by_letter_or_text_and_only_wrong_blanks_are_explained(tutor):
+    text = play(tutor, ["zero_grad", "b, C", "accumulation_steps backward", "q"])
+    assert "loss = loss / [1]\n    loss.[2]()" in text
+    assert "You chose 'batch_size' for [1]" in text and "for [2]" not in text
+    assert text.count("Correct") == 2
+
+
+def test_bad_input_costs_no_attempt_and_says_what_is_expected(tutor):
+    text = play(tutor, ["z", "a b", "", "a", "q"])
+    assert "'z' is not one of the options (A-C)." in text
+    assert "This card has 1 blank(s): give 1 answer(s) in order, e.g. 'a'." in text
+    assert "Correct!" in text and "attempt(s) left" not in text
+
+
+def test_three_misses_reveal_the_answer_and_the_hint_is_shown(tutor):
+    text = play(tutor, ["a", "?", "a a", "b a", "c c", "q"])
+    assert "Hint: Divide by how many micro-batches make one update." in text
+    assert "The answer: accumulation_steps, backward" in text
+    assert "Divide, then call backward()." in text
+
+
+def test_multiple_choice_shows_solution_steps(tutor):
+    text = play(tutor, ["a", "a c", "B", "average", "q"])
+    assert "  A) To average gradients over the micro-batches" in text
+    assert "You chose 'To train faster': Scaling does not change speed." in text
+    assert "1. Sum: N backward calls add N gradients." in text
+    assert "Correct, on attempt 2." in text
+
+
+def test_a_finished_session_says_when_the_next_review_is(tutor, clock):
+    text = play(tutor, ["a", "a c", "a"])
+    assert "Answered 3 card(s) this session." in text
+    assert "All caught up. Next review: tomorrow (2026-12-03)." in text
+    clock.advance(days=1)
+    text = play(tutor, ["q"])
+    assert "3 due now, 0 new left today." in text and "== review" in text
+
+
+def _env() -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    return {**env, "PYTHONPATH": str(REPO), "COLUMNS": "100"}
+
+
+def test_piped_session_through_the_cli_persists_progress(tmp_path):
+    db = tmp_path / "learner.db"
+    command = [sys.executable, "-m", "bot", "practice", "--db", str(db), "--learner", "kim"]
+    first = subprocess.run(command, input="b\na\n", capture_output=True, text=True,
+                           env=_env(), cwd=tmp_path, timeout=60)
+    assert first.returncode == 0, first.stderr
+    assert "0 due now, 10 new left today." in first.stdout
+    assert "You chose 'step' for [1]" in first.stdout and "Common mistake" in first.stdout
+    assert "Next review of this card: tomorrow" in first.stdout
+    again = subprocess.run(command, input="q\n", capture_output=True, text=True,
+                           env=_env(), cwd=tmp_path, timeout=60)
+    assert "0 due now, 9 new left today." in again.stdout
+    assert "Answered 0 card(s) this session." in again.stdout
+
+
+def test_a_learner_in_a_real_terminal(tmp_path):
+    child = pexpect.spawn(
+        sys.executable, ["-m", "bot", "practice", "--db", str(tmp_path / "t.db"),
+                         "--learner", "pty"],
+        env=_env(), cwd=str(tmp_path), encoding="utf-8", timeout=30,
+    )
+    child.expect("optimizer.\\[1\\]\\(\\)")
+    child.expect("Answer > ")
+    child.sendline("?")
+    child.expect("Hint: ")
+    child.expect("Answer > ")
+    child.sendline("c")
+    child.expect("You chose 'backward'")
+    child.expect("2 attempt\\(s\\) left")
+    child.sendline("a")
+    child.expect("Correct, on attempt 2.")
+    child.expect("Answer > ")  # the next card
+    child.sendcontrol("d")
+    child.expect("Answered 1 card\\(s\\) this session.")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+@pytest.mark.parametrize("deck", ["nope"])
+def test_unknown_deck_is_a_clear_error(tmp_path, deck):
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "practice", "--deck", deck, "--db", str(tmp_path / "x.db")],
+        capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=60,
+    )
+    assert result.returncode == 2
+    assert "No deck 'nope'. Decks: gradient-accumulation" in result.stderr
