@@ -11,8 +11,8 @@ from typing import TextIO
 
 from bot.tutor import (
     Served,
-    TutorError,
     Tutor,
+    TutorError,
     Verdict,
     correct_answer,
 )
@@ -178,10 +178,11 @@ class Console:
         if len(tokens) != len(card.blanks):
             raise ValueError(
                 f"This card has {len(card.blanks)} blank(s): give {len(card.blanks)} "
-                f"answer(s) in order, e.g. '{' '.join('abc'[: len(card.blanks)])}'."
+                f"answer(s) in order, e.g. '{' '.join(LETTERS[: len(card.blanks)].lower())}'."
             )
         chips = [(c.id, c.text) for c in card.chips]
-        return {blank.id: self._pick(chips, t) for blank, t in zip(card.blanks, tokens)}
+        pairs = zip(card.blanks, tokens, strict=True)
+        return {blank.id: self._pick(chips, token) for blank, token in pairs}
 
     def _show_verdict(self, card, verdict: Verdict) -> None:
         if verdict.duplicate:

@@ -16,7 +16,7 @@ from typing import Literal
 
 from content.loader import AnyCard, DeckLibrary
 from content.schema import ChoiceCard, CodeCard, FillInCard
-from scheduler.grading import MAX_ATTEMPTS, GradePolicy, needs_drill, quality_for
+from scheduler.grading import DEFAULT_POLICY, MAX_ATTEMPTS, GradePolicy, needs_drill, quality_for
 from scheduler.models import CardState, Learner
 from scheduler.sm2 import NEW, SM2State, review
 from scheduler.store import ReviewRecord, StaleReview, Store
@@ -110,7 +110,7 @@ class Tutor:
         library: DeckLibrary,
         *,
         clock: Callable[[], datetime],
-        policy: GradePolicy = GradePolicy(),
+        policy: GradePolicy = DEFAULT_POLICY,
         code_judge: Callable[[CodeCard, str], object] | None = None,
     ):
         self.store = store

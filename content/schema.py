@@ -8,7 +8,7 @@ by `content.lint`, which reports a YAML path for every problem.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -111,7 +111,7 @@ class CodeCard(CardBase):
     reference: Text = Field(description="A correct solution, shown after the check.")
 
 
-Card = Annotated[Union[FillInCard, ChoiceCard, CodeCard], Field(discriminator="type")]
+Card = Annotated[FillInCard | ChoiceCard | CodeCard, Field(discriminator="type")]
 
 
 class Deck(Strict):

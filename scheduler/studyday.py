@@ -7,7 +7,7 @@ a late-night session counts for the evening it started in. Due dates are whole s
 
 from __future__ import annotations
 
-from datetime import date, datetime, time, timedelta, timezone, tzinfo
+from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 __all__ = ["DEFAULT_ROLLOVER_HOUR", "day_start", "due_day", "resolve_zone", "study_day"]
@@ -60,7 +60,9 @@ def _wall(instant: datetime, zone: tzinfo) -> datetime:
     return instant.astimezone(zone).replace(tzinfo=None)
 
 
-def day_start(day: date, tz: str | ZoneInfo, rollover_hour: int = DEFAULT_ROLLOVER_HOUR) -> datetime:
+def day_start(
+    day: date, tz: str | ZoneInfo, rollover_hour: int = DEFAULT_ROLLOVER_HOUR
+) -> datetime:
     """The first instant (aware, UTC) of study ``day``.
 
     That is local wall time ``day`` at ``rollover_hour``:00; if that wall time is skipped
@@ -73,13 +75,13 @@ def day_start(day: date, tz: str | ZoneInfo, rollover_hour: int = DEFAULT_ROLLOV
     zone = _zone(tz)
     target = datetime.combine(day, time(_check_hour(rollover_hour)))
     # fold=0 picks the earlier of two ambiguous instants (PEP 495).
-    first = target.replace(tzinfo=zone, fold=0).astimezone(timezone.utc)
+    first = target.replace(tzinfo=zone, fold=0).astimezone(UTC)
     if _wall(first, zone) == target:
         return first
     # A gap. fold=0 maps with the offset before the jump (an instant after it), fold=1 with the
     # one after (an instant before it); the jump lies between. Binary-search the first instant
     # whose wall time is >= target, to the microsecond.
-    other = target.replace(tzinfo=zone, fold=1).astimezone(timezone.utc)
+    other = target.replace(tzinfo=zone, fold=1).astimezone(UTC)
     lo, hi = min(first, other), max(first, other)
     if _wall(lo, zone) >= target:  # not the gap shape we expect; step back until it is
         lo -= timedelta(days=2)

@@ -50,7 +50,8 @@ def test_deck_dump_is_the_resolved_deck_as_json():
 
 def test_committed_json_schema_is_current():
     committed = json.loads((REPO / "content/deck.schema.json").read_text())
-    assert committed == json.loads(json.dumps(json_schema())), "run: tutor deck schema -o content/deck.schema.json"
+    fix = "run: tutor deck schema -o content/deck.schema.json"
+    assert committed == json.loads(json.dumps(json_schema())), fix
 
 
 def test_db_upgrade_creates_then_reports_current(tmp_path):

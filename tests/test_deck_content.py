@@ -16,11 +16,8 @@ from content.schema import BLANK_RE, ChoiceCard, CodeCard, FillInCard
 
 REPO = Path(__file__).resolve().parents[1]
 DECK_PATH = DECKS_DIR / "gradient-accumulation.yaml"
-SEED_NAME = "seed/000_3a17e95bf864956f.txt"
-SEED_CANDIDATES = [
-    Path(__file__).resolve().parents[1].parent / "shared" / SEED_NAME,
-    REPO / ".." / "shared" / SEED_NAME,
-]
+# The seed page the deck was curated from, kept beside the deck it produced.
+SEED_PAGE = REPO / "content" / "sources" / "gradient-accumulation.txt"
 
 FILL_IN_IDS = ["zero-grad", "backward", "step-frequency", "scale-loss", "full-loop"]
 CHOICE_IDS = ["purpose", "correct-loop", "printed-loss", "off-by-one", "lr-vs-loss-scaling"]
@@ -71,13 +68,6 @@ def _strings(value):
 
 # --- seed page ------------------------------------------------------------------------------
 
-def _seed_path() -> Path | None:
-    for path in SEED_CANDIDATES:
-        if path.is_file():
-            return path
-    return None
-
-
 def parse_seed_mistakes(text: str) -> list[str]:
     """Every 'Common Mistakes' line of the seed page, fill-in tasks and MCQs alike.
 
@@ -115,14 +105,7 @@ def parse_seed_mistakes(text: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def seed_mistake_lines():
-    path = _seed_path()
-    if path is None:
-        pytest.skip(
-            "seed page not found (looked for "
-            + ", ".join(str(p) for p in SEED_CANDIDATES)
-            + "); the shared/ folder is not checked out next to the repo"
-        )
-    return parse_seed_mistakes(path.read_text(encoding="utf-8"))
+    return parse_seed_mistakes(SEED_PAGE.read_text(encoding="utf-8"))
 
 
 # --- structure ------------------------------------------------------------------------------

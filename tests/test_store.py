@@ -15,7 +15,14 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlmodel import SQLModel
 
-from scheduler.db import current_revision, downgrade, head_revision, make_engine, sqlite_url, upgrade
+from scheduler.db import (
+    current_revision,
+    downgrade,
+    head_revision,
+    make_engine,
+    sqlite_url,
+    upgrade,
+)
 from scheduler.store import ReviewRecord, StaleReview, Store
 from tests.conftest import REPO
 

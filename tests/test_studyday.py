@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from scheduler.studyday import DEFAULT_ROLLOVER_HOUR, day_start, due_day, resolve_zone, study_day
 
-UTC = timezone.utc
+UTC = UTC
 US = timedelta(microseconds=1)
 NY, BERLIN, LORD_HOWE = "America/New_York", "Europe/Berlin", "Australia/Lord_Howe"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from bot.tutor import Tutor, new_serve_id
 from content.loader import DeckLibrary
-from content.schema import ChoiceCard, FillInCard
+from content.schema import ChoiceCard
 from scheduler.db import make_engine, sqlite_url, upgrade
 from scheduler.store import Store
 
