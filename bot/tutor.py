@@ -27,6 +27,11 @@ Mode = Literal["auto", "review", "learn", "practice"]
 Response = str | Mapping[str, str]
 
 
+# Writing a loop takes minutes, not seconds: a passing first submission within 5 minutes
+# is a 5, within 15 a 4, slower a 3.
+CODE_POLICY = GradePolicy(fast_ms=300_000, slow_ms=900_000)
+
+
 class TutorError(Exception):
     """A problem the learner should be told about in plain words."""
 
@@ -59,11 +64,40 @@ class Served:
     review_count: int | None  # None: a card the learner has never seen
     attempts: int = 0
     hint_used: bool = False
+    # One entry per attempt: an option id, {blank: chip}, or a code check summary.
     chosen: tuple = ()
     guild_id: int | None = None
     # The learner's calendar, so answering needs no extra read.
     timezone: str = "UTC"
     rollover_hour: int = 4
+
+
+    def to_json(self) -> dict:
+        data = {name: getattr(self, name) for name in self.__slots__}
+        data["served_at"] = self.served_at.isoformat()
+        data["state"] = [self.state.ef100, self.state.repetitions, self.state.interval]
+        data["chosen"] = list(self.chosen)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict) -> Served:
+        return cls(**{
+            **data,
+            "served_at": datetime.fromisoformat(data["served_at"]),
+            "state": SM2State(*data["state"]),
+            "chosen": tuple(data["chosen"]),
+        })
+
+
+@dataclass(frozen=True, slots=True)
+class CodeReport:
+    """What the sandbox and a card's checker said about a code answer."""
+
+    status: str  # ok | error | timeout | memory | output_limit | refused
+    passed: bool
+    mistakes: tuple[str, ...] = ()
+    feedback: tuple[str, ...] = ()
+    stdout: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +122,7 @@ class Verdict:
     due: date | None = None
     interval: int | None = None
     duplicate: bool = False
+    report: CodeReport | None = None
 
     @property
     def attempts_left(self) -> int:
@@ -111,7 +146,7 @@ class Tutor:
         *,
         clock: Callable[[], datetime],
         policy: GradePolicy = DEFAULT_POLICY,
-        code_judge: Callable[[CodeCard, str], object] | None = None,
+        code_judge: Callable[[CodeCard, str], CodeReport] | None = None,
     ):
         self.store = store
         self.library = library
@@ -217,9 +252,7 @@ class Tutor:
         if served.attempts >= MAX_ATTEMPTS:
             raise StaleCard("This card was already answered.")
         if isinstance(card, CodeCard):
-            if self.code_judge is None:
-                raise NeedsSandbox("Code cards need the sandbox, which is not running here.")
-            raise NeedsSandbox("Code answers are judged by the sandbox front end.")
+            return self._answer_code(served, card, response)
         if isinstance(card, FillInCard):
             chosen, findings = self._judge_fill_in(card, response)
         else:
@@ -231,13 +264,34 @@ class Tutor:
             return Verdict(attempt, False, False, findings)
         return self._finish(attempt, card, correct, findings)
 
+    def _answer_code(self, served: Served, card: CodeCard, code: Response) -> Verdict:
+        """One submission decides a code card: the checker's verdict, not a guess."""
+        if self.code_judge is None:
+            raise NeedsSandbox("Code cards need the sandbox, which is not running here.")
+        if not isinstance(code, str) or not code.strip():
+            raise InvalidAnswer("Send your code: the training loop over `dataloader`.")
+        report = self.code_judge(card, code)
+        findings = []
+        for mistake_id in report.mistakes:
+            mistake = self._mistake(card, mistake_id)
+            findings.append(Finding("your code", "", mistake.id, mistake.title,
+                                    mistake.explanation))
+        if not report.passed and not findings:  # crashed, timed out, ...
+            findings.append(Finding("your code", "; ".join(report.feedback) or report.status,
+                                    "", report.status, ""))
+        attempt = replace(served, attempts=served.attempts + 1,
+                          chosen=(*served.chosen, {"status": report.status,
+                                                   "mistakes": list(report.mistakes)}))
+        verdict = self._finish(attempt, card, report.passed, tuple(findings), CODE_POLICY)
+        return replace(verdict, report=report)
+
     def _finish(self, served: Served, card: AnyCard, correct: bool,
-                findings: tuple[Finding, ...]) -> Verdict:
+                findings: tuple[Finding, ...], policy: GradePolicy | None = None) -> Verdict:
         now = self.clock()
         today = study_day(now, served.timezone, served.rollover_hour)
         latency_ms = max(0, int((now - served.served_at).total_seconds() * 1000))
         quality = quality_for(correct, served.attempts, served.hint_used, latency_ms,
-                              self.policy)
+                              policy or self.policy)
         schedules = served.kind in ("new", "review")
         after = review(served.state, quality) if schedules else served.state
         due = due_day(today, after.interval) if schedules else today
@@ -248,7 +302,7 @@ class Tutor:
             deck_id=self.library.deck_of(card.id).id, card_rev=card.rev, kind=served.kind,
             reviewed_at=now, study_day=today, quality=quality, correct=correct,
             attempts=served.attempts, hint_used=served.hint_used, latency_ms=latency_ms,
-            chosen=[_jsonable(c) for c in served.chosen], mistake_ids=mistakes,
+            chosen=list(served.chosen), mistake_ids=mistakes,
             guild_id=served.guild_id, ef100=after.ef100, repetitions=after.repetitions,
             interval=after.interval, due_day=due, lapses=lapses,
             drill_pending=needs_drill(quality),
@@ -291,8 +345,7 @@ class Tutor:
             mistake = self._mistake(card, wrong.mistake)
             findings.append(Finding(chips[chip_id].text, wrong.says, mistake.id,
                                     mistake.title, mistake.explanation, blank.id))
-        chosen = tuple((blank.id, response[blank.id]) for blank in card.blanks)
-        return chosen, tuple(findings)
+        return {blank.id: response[blank.id] for blank in card.blanks}, tuple(findings)
 
     # -- progress ------------------------------------------------------------------------
 
@@ -327,14 +380,12 @@ def correct_answer(card: AnyCard) -> str:
 
 
 def _mistakes_of(card: AnyCard, chosen) -> list[str]:
+    if isinstance(card, CodeCard):
+        return list(chosen["mistakes"])
     if isinstance(card, ChoiceCard):
         option = next(o for o in card.options if o.id == chosen)
         return [] if option.correct else [option.mistake]
-    if isinstance(card, FillInCard):
-        blanks = {b.id: b for b in card.blanks}
-        return [blanks[b].wrong[c].mistake for b, c in chosen if c != blanks[b].answer]
-    return []
+    blanks = {b.id: b for b in card.blanks}
+    return [blanks[b].wrong[c].mistake for b, c in chosen.items() if c != blanks[b].answer]
 
 
-def _jsonable(chosen):
-    return dict(chosen) if isinstance(chosen, tuple) else chosen

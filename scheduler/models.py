@@ -113,3 +113,32 @@ class GuildMember(SQLModel, table=True):
     learner_id: int = Field(foreign_key="learner.id", primary_key=True, ondelete="CASCADE")
     first_seen_at: datetime = Field(sa_column=_utc_column())
     last_seen_at: datetime = Field(sa_column=_utc_column())
+
+
+class ServedCard(SQLModel, table=True):
+    """A card shown in Discord and its attempts so far: a click after a restart, from
+    another process, or twice at once, finds the same state here."""
+
+    __tablename__ = "served_card"
+    __table_args__ = (sa.Index("ix_served_card_learner", "learner_id", "served_at"),)
+
+    serve_id: str = Field(primary_key=True, max_length=32)
+    learner_id: int = Field(foreign_key="learner.id", ondelete="CASCADE")
+    # Everything the engine's `Served` value holds, as JSON: the engine owns its shape.
+    served: dict = Field(sa_column=Column(JSON, nullable=False))
+    attempts: int = Field(default=0)  # compare-and-set guard for concurrent clicks
+    # Chips picked in select menus and not yet submitted, by blank id.
+    draft: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    finished: bool = Field(default=False)
+    served_at: datetime = Field(sa_column=_utc_column())
+
+
+class GuildSettings(SQLModel, table=True):
+    """Per-server choices made by its admins."""
+
+    __tablename__ = "guild_settings"
+
+    guild_id: int = Field(sa_type=sa.BigInteger, primary_key=True)
+    public_play: bool = Field(default=False)
+    timezone: str = Field(default="UTC", max_length=64)
+    reminder_channel_id: int | None = Field(default=None, sa_type=sa.BigInteger)

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from datetime import date, timedelta
 
 import pytest
 
-from bot.tutor import InvalidAnswer, NeedsSandbox, StaleCard, Tutor, correct_answer
+from bot.tutor import (
+    CodeReport,
+    InvalidAnswer,
+    NeedsSandbox,
+    Served,
+    StaleCard,
+    Tutor,
+    correct_answer,
+)
 from content.loader import DeckLibrary
 
 RIGHT = {
@@ -189,13 +198,62 @@ def test_a_changed_or_removed_card_is_stale(tutor):
         tutor.answer(replace(served, card_id="mini/gone"), RIGHT["mini/clear"])
 
 
-def test_code_cards_say_they_need_the_sandbox(store, mini_library, clock):
-    tutor = Tutor(store, mini_library, clock=clock, code_judge=lambda card, code: None)
+def test_code_cards_need_the_sandbox(tutor):
+    learner = tutor.learner("local:ann")
+    assert "mini/loop" not in [c.id for c in tutor.servable()]
+    served = replace(tutor.next_card(learner), card_id="mini/loop")
+    with pytest.raises(NeedsSandbox):
+        tutor.answer(served, "for x in dataloader: pass")
+
+
+def code_tutor(store, library, clock, report: CodeReport) -> Tutor:
+    return Tutor(store, library, clock=clock, code_judge=lambda card, code: report)
+
+
+def test_a_failed_code_check_explains_each_mistake_and_records_it(store, mini_library, clock):
+    tutor = code_tutor(store, mini_library, clock,
+                       CodeReport("ok", False, ("no_scaling",), ("gradients 4x too large",)))
     learner = tutor.learner("local:ann")
     served = tutor.next_card(learner, topic="loop")
     assert served.card_id == "mini/loop"
-    with pytest.raises(NeedsSandbox):
-        tutor.answer(served, "for x in dataloader: pass")
+    with pytest.raises(InvalidAnswer):
+        tutor.answer(served, "   ")
+    verdict = tutor.answer(served, "for x in dataloader: pass")
+    assert verdict.finished and not verdict.correct and verdict.quality == 0
+    (finding,) = verdict.findings
+    assert (finding.mistake_id, finding.explanation) == (
+        "no_scaling", "Unscaled losses add up to gradients N times too large.")
+    assert verdict.report.feedback == ("gradients 4x too large",)
+    log = store.review(served.serve_id)
+    assert log.mistake_ids == ["no_scaling"]
+    assert log.chosen == [{"status": "ok", "mistakes": ["no_scaling"]}]
+
+
+def test_a_passed_code_check_grades_like_a_first_try(store, mini_library, clock):
+    tutor = code_tutor(store, mini_library, clock, CodeReport("ok", True))
+    learner = tutor.learner("local:ann")
+    served = tutor.next_card(learner, topic="loop")
+    clock.advance(minutes=4)  # writing a loop takes minutes
+    verdict = tutor.answer(served, "for x in dataloader: pass")
+    assert verdict.correct and verdict.quality == 5 and not verdict.findings
+
+
+def test_a_crashed_submission_says_so(store, mini_library, clock):
+    report = CodeReport("error", False, (), ("line 3: NameError: name 'lossy' is not defined",))
+    tutor = code_tutor(store, mini_library, clock, report)
+    served = tutor.next_card(tutor.learner("local:ann"), topic="loop")
+    (finding,) = tutor.answer(served, "lossy.backward()").findings
+    assert finding.mistake_title == "error" and "NameError" in finding.says
+
+
+def test_served_cards_survive_a_json_round_trip(tutor):
+    learner = tutor.learner("local:ann")
+    served = tutor.next_card(learner)
+    served = tutor.answer(served, {"method": "step"}).served
+    served, _ = tutor.hint(served)
+    again = Served.from_json(json.loads(json.dumps(served.to_json())))
+    assert again == served
+    assert tutor.answer(again, RIGHT["mini/clear"]).quality == 1
 
 
 def test_reviews_follow_sm2_and_most_overdue_comes_first(tutor, store, clock):

@@ -4,10 +4,18 @@ from alembic import context
 from sqlalchemy import engine_from_config, pool
 from sqlmodel import SQLModel
 
-import scheduler.models  # noqa: F401  (registers the tables on SQLModel.metadata)
+from scheduler.models import UTCDateTime  # importing registers the tables
+
 
 config = context.config
 target_metadata = SQLModel.metadata
+
+
+def _render_item(kind, obj, _context):
+    # Migrations stay importable whatever happens to the models module.
+    if kind == "type" and isinstance(obj, UTCDateTime):
+        return "sa.DateTime()"
+    return False
 
 
 def _run(connection) -> None:
@@ -15,6 +23,7 @@ def _run(connection) -> None:
         connection=connection,
         target_metadata=target_metadata,
         render_as_batch=connection.dialect.name == "sqlite",
+        render_item=_render_item,
     )
     with context.begin_transaction():
         context.run_migrations()
