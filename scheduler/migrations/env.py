@@ -6,7 +6,6 @@ from sqlmodel import SQLModel
 
 from scheduler.models import UTCDateTime  # importing registers the tables
 
-
 config = context.config
 target_metadata = SQLModel.metadata
 
