@@ -5,20 +5,27 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
-import os
+import logging
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-DEFAULT_DB = "tutor.db"
+NO_TOKEN = (
+    "No Discord token: set DISCORD_TOKEN in the environment or in a .env file "
+    "(README: 'Running the Discord bot').\nTo practise without Discord: tutor practice"
+)
+
+
+def _settings():
+    from bot.settings import Settings
+
+    return Settings()
 
 
 def _database_url(db: str | None) -> str:
     from scheduler.db import sqlite_url
 
-    if db:
-        return sqlite_url(db)
-    return os.environ.get("DATABASE_URL") or sqlite_url(DEFAULT_DB)
+    return sqlite_url(db) if db else _settings().database_url
 
 
 def _library(deck_id: str | None = None):
@@ -56,6 +63,18 @@ def cmd_practice(args) -> int:
     name = args.learner or getpass.getuser() or "me"
     learner = tutor.learner(f"local:{name}", display_name=name)
     return Console(tutor, learner, args.deck).run()
+
+
+def cmd_run(args) -> int:
+    settings = _settings()
+    logging.basicConfig(level=settings.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not settings.token:
+        print(NO_TOKEN, file=sys.stderr)
+        return 2
+    from bot.discord_ui.client import run
+
+    return run(settings)
 
 
 def cmd_deck_validate(args) -> int:
@@ -124,9 +143,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     practice = sub.add_parser("practice", help="practise in the terminal (no Discord needed)")
     practice.add_argument("--deck", help="deck id (default: every deck)")
-    practice.add_argument("--db", help=f"SQLite file (default: $DATABASE_URL or {DEFAULT_DB})")
+    practice.add_argument("--db", help="SQLite file (default: $DATABASE_URL or tutor.db)")
     practice.add_argument("--learner", help="your name (default: your login)")
     practice.set_defaults(func=cmd_practice)
+
+    run = sub.add_parser("run", help="run the Discord bot (needs DISCORD_TOKEN)")
+    run.set_defaults(func=cmd_run)
 
     deck = sub.add_parser("deck", help="check and inspect decks").add_subparsers(
         dest="deck_command", required=True)
@@ -157,8 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command is None:  # the embedded default: terminal practice on SQLite
-        args = build_parser().parse_args(["practice"])
+    if args.command is None:  # the bot when a token is configured, else terminal practice
+        args = build_parser().parse_args(["run" if _settings().token else "practice"])
     try:
         return args.func(args)
     except KeyboardInterrupt:

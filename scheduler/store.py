@@ -294,6 +294,16 @@ class Store:
         with self.engine.connect() as conn:
             return [ReviewLog.model_validate(r._mapping) for r in conn.execute(query)]
 
+    def learner_totals(self, learner_id: int) -> tuple[int, int]:
+        """(graded reviews, of which right on the first try), drills and cram excluded."""
+        first_try = sa.and_(log_t.c.correct, log_t.c.attempts == 1)
+        query = sa.select(
+            sa.func.count(), sa.func.coalesce(sa.func.sum(sa.case((first_try, 1), else_=0)), 0)
+        ).where(log_t.c.learner_id == learner_id, log_t.c.kind.in_(("new", "review")))
+        with self.engine.connect() as conn:
+            total, right = conn.execute(query).one()
+        return int(total), int(right)
+
     def review(self, answer_id: str) -> ReviewLog | None:
         with self.engine.connect() as conn:
             row = conn.execute(sa.select(log_t).where(log_t.c.answer_id == answer_id)).first()

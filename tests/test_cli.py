@@ -14,7 +14,7 @@ from tests.conftest import REPO
 
 
 def tutor(*args: str, cwd: Path = REPO, stdin: str = "") -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DISCORD_TOKEN")}
     return subprocess.run(
         [sys.executable, "-m", "bot", *args], input=stdin, capture_output=True, text=True,
         cwd=cwd, env={**env, "PYTHONPATH": str(REPO)}, timeout=60,
@@ -75,3 +75,16 @@ def test_no_command_starts_terminal_practice_on_sqlite(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "Gradient accumulation in PyTorch - practising as" in result.stdout
     assert (tmp_path / "tutor.db").exists()
+
+
+def test_run_without_a_token_explains_what_to_do(tmp_path):
+    result = tutor("run", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "No Discord token: set DISCORD_TOKEN" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_blank_token_in_dotenv_counts_as_missing(tmp_path):
+    (tmp_path / ".env").write_text("DISCORD_TOKEN=   \n")
+    result = tutor("run", cwd=tmp_path)
+    assert result.returncode == 2 and "No Discord token" in result.stderr

@@ -1,0 +1,1 @@
+"""The Discord front end (named so it cannot shadow the `discord` package)."""

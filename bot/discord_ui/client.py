@@ -1,0 +1,129 @@
+"""The bot: a discord.py client with the tutor's commands and persistent components."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterator
+
+import discord
+import yarl
+from discord import app_commands
+
+from bot.discord_ui.commands import build_commands
+from bot.discord_ui.components import DYNAMIC_ITEMS, MODAL_TEMPLATE, dispatch
+from bot.discord_ui.flow import CardFlow
+from bot.discord_ui.replies import apologise
+from bot.settings import DISCORD_API, DISCORD_GATEWAY
+from bot.tutor import Tutor
+
+log = logging.getLogger(__name__)
+
+
+def intents() -> discord.Intents:
+    """No privileged intents: slash commands, components and DMs need none of them."""
+    wanted = discord.Intents.none()
+    wanted.guilds = True
+    wanted.dm_messages = True  # code replies in a DM (their content needs no intent)
+    wanted.guild_messages = True  # code replies that mention the bot
+    return wanted
+
+
+def use_endpoints(api_base_url: str, gateway_url: str) -> None:
+    """Point discord.py at another REST base and gateway (a proxy, or an offline Discord)."""
+    discord.http.Route.BASE = api_base_url.rstrip("/")
+    discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway_url)
+
+
+class TutorBot(discord.Client):
+    def __init__(self, tutor: Tutor, *, dev_guild_id: int | None = None, **options):
+        options.setdefault("max_ratelimit_timeout", 30.0)  # longer waits fail with a message
+        super().__init__(intents=intents(), **options)
+        self.flow = CardFlow(tutor)
+        self.dev_guild_id = dev_guild_id
+        self.tree = app_commands.CommandTree(self)
+        for command in build_commands(self.flow):
+            self.tree.add_command(command)
+        self.tree.on_error = self._on_command_error
+
+    async def setup_hook(self) -> None:
+        self.add_dynamic_items(*DYNAMIC_ITEMS)
+        if self.dev_guild_id:
+            guild = discord.Object(id=self.dev_guild_id)
+            self.tree.copy_global_to(guild=guild)
+            synced = await self.tree.sync(guild=guild)
+            log.info("synced %d commands to guild %s: %s", len(synced), self.dev_guild_id,
+                     ", ".join(c.name for c in synced))
+        else:
+            synced = await self.tree.sync()
+            log.info("synced %d global commands: %s", len(synced),
+                     ", ".join(c.name for c in synced))
+
+    async def on_ready(self) -> None:
+        log.info("ready as %s (id %s) in %d server(s)", self.user, self.user.id,
+                 len(self.guilds))
+
+    async def _on_command_error(self, interaction: discord.Interaction,
+                                error: app_commands.AppCommandError) -> None:
+        await apologise(interaction, getattr(error, "original", error))
+
+    async def on_interaction(self, interaction: discord.Interaction) -> None:
+        """Code modals are answered by custom_id, so one opened before a restart works."""
+        if interaction.type is not discord.InteractionType.modal_submit:
+            return
+        match = re.fullmatch(MODAL_TEMPLATE, (interaction.data or {}).get("custom_id", ""))
+        if match:
+            code = next(_field_values(interaction.data, "code"), "")
+            await dispatch(interaction, "on_code_modal", match["serve"], int(match["attempt"]),
+                           code)
+
+    async def on_message(self, message: discord.Message) -> None:
+        if message.author.bot or (message.guild and self.user not in message.mentions):
+            return
+        try:
+            await self.flow.on_code_message(message)
+        except Exception:  # noqa: BLE001
+            log.exception("code reply failed: message=%s author=%s", message.id,
+                          message.author.id)
+
+
+def _field_values(node, custom_id: str) -> Iterator[str]:
+    """Values of modal fields with this custom_id, wherever the layout nests them."""
+    if isinstance(node, dict):
+        if node.get("custom_id") == custom_id and "value" in node:
+            yield node["value"]
+        for child in node.values():
+            yield from _field_values(child, custom_id)
+    elif isinstance(node, list):
+        for child in node:
+            yield from _field_values(child, custom_id)
+
+
+def run(settings) -> int:
+    """`tutor run`: connect to Discord (or whatever the endpoint settings point at)."""
+    from datetime import UTC, datetime
+
+    from content.loader import DeckLibrary
+    from scheduler.db import make_engine, upgrade
+    from scheduler.store import Store
+
+    if settings.discord_api_base_url != DISCORD_API or settings.discord_gateway_url != (
+            DISCORD_GATEWAY):
+        use_endpoints(settings.discord_api_base_url, settings.discord_gateway_url)
+        log.info("using REST %s and gateway %s", settings.discord_api_base_url,
+                 settings.discord_gateway_url)
+    engine = make_engine(settings.database_url)
+    upgrade(engine)
+    tutor = Tutor(Store(engine), DeckLibrary.load(), clock=lambda: datetime.now(UTC))
+    bot = TutorBot(tutor, dev_guild_id=settings.discord_dev_guild_id)
+    try:
+        bot.run(settings.token, log_handler=None)  # logging is configured by the CLI
+    except discord.LoginFailure:
+        log.error("Discord rejected the token: check DISCORD_TOKEN (Developer Portal > Bot).")
+        return 2
+    except discord.PrivilegedIntentsRequired:  # pragma: no cover - we ask for none
+        log.error("Discord refused the requested intents.")
+        return 2
+    finally:
+        engine.dispose()
+    return 0

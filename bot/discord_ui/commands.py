@@ -1,0 +1,156 @@
+"""The slash commands. Each one is a few lines over the engine and the card flow."""
+
+from __future__ import annotations
+
+import zoneinfo
+from functools import cache
+
+import discord
+from discord import app_commands
+
+from bot.discord_ui import render
+from bot.discord_ui.components import ForgetButton
+from bot.discord_ui.flow import CardFlow
+from bot.discord_ui.replies import dm, reply
+from scheduler.studyday import resolve_zone
+
+PRIVATE_ONLY = ("This server keeps cards private. An admin can allow public play with "
+                "**/server-settings public-play**.")
+
+
+@cache
+def _zones() -> tuple[str, ...]:
+    return tuple(sorted(zoneinfo.available_timezones()))
+
+
+def _learner_command(**kwargs):
+    """A learner command: usable in servers and in a DM with the bot."""
+    def wrap(func):
+        command = app_commands.command(**kwargs)(func)
+        return app_commands.allowed_contexts(guilds=True, dms=True, private_channels=False)(
+            command)
+    return wrap
+
+
+def build_commands(flow: CardFlow) -> list[app_commands.Command | app_commands.Group]:
+    tutor, store = flow.tutor, flow.store
+
+    async def play(interaction: discord.Interaction, mode: str, topic: str | None,
+                   public: bool) -> None:
+        if public and interaction.guild_id and not store.guild_settings(
+                interaction.guild_id).public_play:
+            await reply(interaction, PRIVATE_ONLY)
+            return
+        await flow.serve(interaction, mode, topic, ephemeral=not public)
+
+    @_learner_command(name="review", description="Review the cards that are due now.")
+    @app_commands.describe(public="Show the card to the channel (if the server allows it).")
+    async def review(interaction: discord.Interaction, public: bool = False) -> None:
+        await play(interaction, "review", None, public)
+
+    @_learner_command(name="learn", description="Learn new cards (within your daily limit).")
+    @app_commands.describe(public="Show the card to the channel (if the server allows it).")
+    async def learn(interaction: discord.Interaction, public: bool = False) -> None:
+        await play(interaction, "learn", None, public)
+
+    @_learner_command(name="practice",
+                      description="Practise a topic now, even if nothing is due.")
+    @app_commands.describe(topic="What to practise", public="Show the card to the channel.")
+    async def practice(interaction: discord.Interaction, topic: str | None = None,
+                       public: bool = False) -> None:
+        topics = {t for card in tutor.servable() for t in card.topics}
+        if topic is not None and topic not in topics:
+            await reply(interaction, f"No topic '{topic}'. Topics: {', '.join(sorted(topics))}.")
+            return
+        await play(interaction, "practice", topic, public)
+
+    @practice.autocomplete("topic")
+    async def practice_topics(interaction, current: str) -> list[app_commands.Choice[str]]:
+        topics = sorted({t for card in tutor.servable() for t in card.topics})
+        return [app_commands.Choice(name=t, value=t) for t in topics
+                if current.lower() in t][:25]
+
+    @_learner_command(name="stats", description="Your progress.")
+    async def stats(interaction: discord.Interaction) -> None:
+        learner = flow.learner(interaction.user)
+        reviewed, first_try = store.learner_totals(learner.id)
+        seen = len(store.states(learner.id))
+        embed = render.progress_embed(
+            interaction.user.display_name, tutor.progress(learner), reviewed,
+            first_try / reviewed if reviewed else None, len(tutor.servable()), seen)
+        await interaction.response.send_message(embed=embed, ephemeral=True)
+
+    @_learner_command(name="settings", description="Your timezone, reminders and visibility.")
+    @app_commands.describe(
+        timezone="Your IANA timezone, e.g. Europe/Berlin",
+        reminder_hour="Local hour (0-23) for your daily review reminder",
+        reminders="Send me a daily DM when cards are due",
+        leaderboard="Show me on server leaderboards",
+        new_per_day="New cards per day (1-50)",
+    )
+    async def settings(
+        interaction: discord.Interaction,
+        timezone: str | None = None,
+        reminder_hour: app_commands.Range[int, 0, 23] | None = None,
+        reminders: bool | None = None,
+        leaderboard: bool | None = None,
+        new_per_day: app_commands.Range[int, 1, 50] | None = None,
+    ) -> None:
+        learner = flow.learner(interaction.user)
+        changes = {k: v for k, v in {
+            "timezone": timezone, "reminder_hour": reminder_hour,
+            "reminders_enabled": reminders, "leaderboard_visible": leaderboard,
+            "new_per_day": new_per_day}.items() if v is not None}
+        if timezone is not None:
+            try:
+                changes["timezone"] = resolve_zone(timezone).key
+            except ValueError:
+                await reply(interaction, f"'{timezone}' is not a timezone I know. Pick one "
+                                         "from the list, e.g. Europe/Berlin.")
+                return
+        if changes:
+            store.update_learner(learner.id, **changes)
+            learner = store.get_learner(learner.id)
+        lines = [
+            f"Timezone: **{learner.timezone}** (your day starts at "
+            f"{learner.rollover_hour:02d}:00)",
+            f"Reminders: **{'on' if learner.reminders_enabled else 'off'}**, at "
+            f"{learner.reminder_hour:02d}:00",
+            f"Leaderboards: **{'shown' if learner.leaderboard_visible else 'hidden'}**",
+            f"New cards per day: **{learner.new_per_day}**",
+        ]
+        if reminders:
+            await interaction.response.defer(ephemeral=True)
+            if not await dm(interaction.user, "Reminders are on: I'll DM you when cards are "
+                                              "due. Turn them off with /settings."):
+                lines.append("⚠️ I can't DM you: your DMs are closed to me. Allow direct "
+                             "messages from this server's members to get reminders.")
+        await reply(interaction, ("Saved.\n" if changes else "") + "\n".join(lines))
+
+    @settings.autocomplete("timezone")
+    async def timezone_names(interaction, current: str) -> list[app_commands.Choice[str]]:
+        needle = current.lower().replace(" ", "_")
+        return [app_commands.Choice(name=z, value=z) for z in _zones()
+                if needle in z.lower()][:25]
+
+    @_learner_command(name="forget-me", description="Delete all your progress (asks first).")
+    async def forget_me(interaction: discord.Interaction) -> None:
+        view = discord.ui.View(timeout=None)
+        view.add_item(ForgetButton(interaction.user.id, "yes"))
+        view.add_item(ForgetButton(interaction.user.id, "no"))
+        await interaction.response.send_message(
+            "This deletes your progress, review history and settings, everywhere. Sure?",
+            view=view, ephemeral=True)
+
+    server = app_commands.Group(
+        name="server-settings", description="Settings for this server (admins).",
+        guild_only=True, default_permissions=discord.Permissions(manage_guild=True))
+
+    @server.command(name="public-play",
+                    description="Allow learners to show cards to the channel.")
+    async def public_play(interaction: discord.Interaction, enabled: bool) -> None:
+        store.update_guild_settings(interaction.guild_id, public_play=enabled)
+        await reply(interaction, "Public play is now " + ("**allowed**." if enabled else
+                                                          "**off**: cards stay private."))
+
+    return [review, learn, practice, stats, settings, forget_me, server]

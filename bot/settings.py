@@ -1,0 +1,27 @@
+"""Settings from the environment or a `.env` file (never from the repo)."""
+
+from __future__ import annotations
+
+from pydantic import SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DISCORD_API = "https://discord.com/api/v10"
+DISCORD_GATEWAY = "wss://gateway.discord.gg/"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8",
+                                      extra="ignore")
+
+    discord_token: SecretStr | None = None
+    database_url: str = "sqlite:///tutor.db"
+    discord_api_base_url: str = DISCORD_API
+    discord_gateway_url: str = DISCORD_GATEWAY
+    # Sync commands to this server only (instant) instead of globally (can take an hour).
+    discord_dev_guild_id: int | None = None
+    log_level: str = "INFO"
+
+    @property
+    def token(self) -> str | None:
+        value = self.discord_token.get_secret_value().strip() if self.discord_token else ""
+        return value or None

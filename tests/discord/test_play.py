@@ -1,0 +1,233 @@
+"""Playing cards through the real discord.py client: what the learner sees and what is
+stored, for every button and select, after restarts, double clicks and deck changes."""
+
+from __future__ import annotations
+
+import copy
+
+import sqlalchemy as sa
+
+from scheduler.store import served_t
+
+ZERO_GRAD = "gradient-accumulation/zero-grad"
+
+
+def custom_ids(message) -> list[str]:
+    return [c["custom_id"] for row in message.components for c in row["components"]]
+
+
+def served_id(message) -> str:
+    return next(cid.split(":")[2] for cid in custom_ids(message) if cid.startswith("srs:"))
+
+
+def learner_of(store, user):
+    return store.learner(f"discord:{user.id}", now=store_now())
+
+
+def store_now():
+    from tests.conftest import FakeClock
+    return FakeClock()()
+
+
+async def pick_and_submit(actor, message, choices: dict[str, str]):
+    for blank, chip in choices.items():
+        cid = next(c for c in custom_ids(message) if c.startswith("srs:pick:")
+                   and c.endswith(f":{blank}"))
+        await actor.select(message, [chip], custom_id=cid)
+    return await actor.click(message, label="Submit")
+
+
+async def test_learn_serves_a_private_fill_in_card(world, store):
+    guild, channel, ann, _ = world
+    result = await ann.slash(channel, "learn")
+    assert result.ephemeral
+    (embed,) = result.response.embeds
+    assert embed.title == "New card · easy · optimizer-basics"
+    assert "```py\noptimizer.[1]()\n```" in embed.description
+    assert embed.footer.text == f"3 attempts left · {ZERO_GRAD}"
+    select = result.response.components[0]["components"][0]
+    assert select["placeholder"] == "Blank [1]"
+    assert [o["label"] for o in select["options"]] == ["zero_grad", "step", "backward", "eval"]
+    assert {"Submit", "Hint"} <= {c.get("label") for row in result.response.components
+                                  for c in row["components"]}
+    learner = learner_of(store, ann)
+    assert store.load_served(served_id(result.response)).learner_id == learner.id
+    with store.engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT guild_id, learner_id FROM guild_member").all() == [
+            (guild.id, learner.id)]
+
+
+async def test_a_wrong_chip_explains_its_mistake_then_the_right_one_schedules(world, store):
+    _, channel, ann, _ = world
+    card = (await ann.slash(channel, "learn")).response
+    wrong = await pick_and_submit(ann, card, {"method": "step"})
+    feedback = wrong.response.embeds[1]
+    assert feedback.title == "Not quite. 2 attempts left."
+    assert "**[1] `step`**: optimizer.step() applies an update" in feedback.description
+    assert "Stepping where gradients should be cleared" in feedback.description
+    assert "zero_grad" not in feedback.description.split("Stepping")[0].replace(
+        "optimizer.step()", "")  # the answer is not revealed while attempts remain
+    assert wrong.response.embeds[0].footer.text.startswith("2 attempts left")
+    learner = learner_of(store, ann)
+    assert store.reviews_on(learner.id, store_now().date()) == []
+    right = await pick_and_submit(ann, wrong.response, {"method": "zero_grad"})
+    done = right.response.embeds[1]
+    assert done.title == "Correct, on attempt 2."
+    assert "Next review of this card: **tomorrow**." in done.description
+    assert custom_ids(right.response) == ["srs:next:learn"]
+    (log,) = store.reviews_on(learner.id, store_now().date())
+    assert (log.card_id, log.quality, log.attempts) == (ZERO_GRAD, 1, 2)
+    assert log.chosen == [{"method": "step"}, {"method": "zero_grad"}]
+    assert log.mistake_ids == ["step_instead_of_zero_grad"]
+
+
+async def test_submit_without_picking_every_blank_is_refused(world):
+    _, channel, ann, _ = world
+    card = (await ann.slash(channel, "practice", topic="loss-scaling")).response
+    assert len([c for c in custom_ids(card) if c.startswith("srs:pick:")]) == 2
+    await ann.select(card, ["accumulation_steps"],
+                     custom_id=next(c for c in custom_ids(card) if c.endswith(":divisor")))
+    result = await ann.click(card, label="Submit")
+    assert result.ephemeral and result.response.content == "Pick an option for blank [2] first."
+
+
+async def test_multiple_choice_buttons_explain_the_chosen_option(world, store):
+    _, channel, ann, _ = world
+    card = (await ann.slash(channel, "practice", topic="concept")).response
+    assert [c["label"] for c in card.components[0]["components"]] == ["A", "B", "C", "D"]
+    assert "**A.**" in card.embeds[0].description
+    wrong = await ann.click(card, label="B")
+    text = wrong.response.embeds[1].description
+    deck_card = store_deck().card("gradient-accumulation/purpose")
+    option = next(o for o in deck_card.options if o.id == "raise-learning-rate")
+    assert option.says in text
+    assert store_deck().mistake("thinks_lr_changes").explanation.split()[0] in text
+    right = await ann.click(wrong.response, label="D")
+    assert right.response.embeds[1].title == "Correct, on attempt 2."
+    assert "1. **" in right.response.embeds[1].description  # the step-by-step solution
+
+
+def store_deck():
+    from content.loader import DeckLibrary
+    return DeckLibrary.load().deck("gradient-accumulation")
+
+
+async def test_hint_shows_once_and_caps_the_grade(world, store):
+    _, channel, ann, _ = world
+    card = (await ann.slash(channel, "learn")).response
+    hinted = await ann.click(card, label="Hint")
+    assert hinted.response.embeds[0].fields[0].name == "Hint"
+    assert "Hint" not in [c.get("label") for row in hinted.response.components
+                          for c in row["components"]]
+    await pick_and_submit(ann, hinted.response, {"method": "zero_grad"})
+    (log,) = store.reviews_on(learner_of(store, ann).id, store_now().date())
+    assert log.hint_used and log.quality == 2
+
+
+async def test_next_serves_the_following_card_in_place(world):
+    _, channel, ann, _ = world
+    card = (await ann.slash(channel, "learn")).response
+    done = await pick_and_submit(ann, card, {"method": "zero_grad"})
+    following = await ann.click(done.response, label="Next card")
+    assert following.response.embeds[0].footer.text.endswith("gradient-accumulation/backward")
+
+
+def still_showing(message, rendering: list) -> None:
+    """Put an earlier rendering back, as a Discord client that has not yet received the
+    bot's edit still shows it: the second click of a double click comes from there."""
+    message._message.components = copy.deepcopy(rendering)  # SimCord's stored message
+
+
+async def test_a_double_click_records_one_answer(world, store):
+    _, channel, ann, _ = world
+    card = (await ann.slash(channel, "practice", topic="concept")).response
+    shown = copy.deepcopy(card.components)
+    await ann.click(card, label="D")
+    still_showing(card, shown)
+    again = await ann.click(card, label="D")
+    assert again.ephemeral and "already answered" in again.response.content
+    assert len(store.reviews_on(learner_of(store, ann).id, store_now().date())) == 1
+
+
+async def test_a_click_on_an_outdated_attempt_is_not_counted_twice(world, store):
+    _, channel, ann, _ = world
+    card = (await ann.slash(channel, "practice", topic="concept")).response
+    shown = copy.deepcopy(card.components)
+    await ann.click(card, label="A")
+    still_showing(card, shown)
+    stale = await ann.click(card, label="B")  # rendered for attempt 0, now at attempt 1
+    assert stale.response.content == "That click was already counted."
+    row = store.load_served(served_id(card))
+    assert row.attempts == 1
+
+
+async def test_cards_still_answer_after_a_restart(world, simcord_env, store, bot_tutor):
+    from bot.discord_ui.client import TutorBot
+
+    _, channel, ann, _ = world
+    card = (await ann.slash(channel, "practice", topic="concept")).response
+    await simcord_env.restart_bot(TutorBot(bot_tutor))
+    result = await ann.click(card, label="D")
+    assert result.response.embeds[1].title == "Correct!"
+    assert len(store.reviews_on(learner_of(store, ann).id, store_now().date())) == 1
+
+
+async def test_a_card_changed_since_serving_is_stale(world, store):
+    _, channel, ann, _ = world
+    card = (await ann.slash(channel, "practice", topic="concept")).response
+    sid = served_id(card)
+    served = store.load_served(sid).served
+    with store.engine.begin() as conn:  # as if the deck's card got a new revision
+        conn.execute(served_t.update().where(served_t.c.serve_id == sid)
+                     .values(served={**served, "card_rev": served["card_rev"] + 1}))
+    result = await ann.click(card, label="D")
+    assert "changed since it was served" in result.response.embeds[0].description
+    assert custom_ids(result.response) == ["srs:next:auto"]
+    assert store.reviews_on(learner_of(store, ann).id, store_now().date()) == []
+
+
+async def test_a_card_that_no_longer_exists_says_so(world, store):
+    _, channel, ann, _ = world
+    card = (await ann.slash(channel, "learn")).response
+    with store.engine.begin() as conn:
+        conn.execute(sa.delete(served_t))
+    result = await ann.click(card, label="Hint")
+    assert result.ephemeral and "no longer available" in result.response.content
+
+
+async def test_public_play_needs_the_server_and_only_the_learner_may_answer(world, store):
+    guild, channel, ann, bob = world
+    refused = await ann.slash(channel, "review", public=True)
+    assert refused.ephemeral and "keeps cards private" in refused.response.content
+    store.update_guild_settings(guild.id, public_play=True)
+    card = (await ann.slash(channel, "practice", topic="concept", public=True)).response
+    assert not card.ephemeral
+    intruder = await bob.click(card, label="D")
+    assert intruder.ephemeral and "served to someone else" in intruder.response.content
+    assert store.load_served(served_id(card)).attempts == 0
+    mine = await ann.click(card, label="D")
+    assert mine.response.embeds[1].title == "Correct!"
+
+
+async def test_review_with_nothing_due_says_when_the_next_one_is(world):
+    _, channel, ann, _ = world
+    nothing = await ann.slash(channel, "review")
+    assert nothing.ephemeral and "Nothing is due right now" in nothing.response.content
+    card = (await ann.slash(channel, "learn")).response
+    await pick_and_submit(ann, card, {"method": "zero_grad"})
+    later = await ann.slash(channel, "review")
+    assert "Next review: **tomorrow**." in later.response.content
+
+
+async def test_commands_work_in_a_dm_with_the_bot(simcord_env, store):
+    simcord_env.create_guild(name="shared")  # a DM needs a server in common with the bot
+    user = simcord_env.create_user("dee")
+    result = await user.slash("learn")
+    assert result.response.embeds[0].title.startswith("New card")
+    sid = served_id(result.response)
+    done = await user.select(result.response, ["zero_grad"],
+                             custom_id=custom_ids(result.response)[0])
+    assert done.acknowledged
+    final = await user.click(result.response, label="Submit")
+    assert final.response.embeds[1].title == "Correct!"
+    assert store.load_served(sid).finished and store.review(sid).guild_id is None
