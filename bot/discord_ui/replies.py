@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import discord
 
 log = logging.getLogger(__name__)
 APOLOGY = "Sorry, something went wrong on my side. It has been logged; please try again."
 CLOSED_DMS = 50007  # Discord: cannot send messages to this user
+MAX_RETRY_WAIT = 5.0
+T = TypeVar("T")
 
 
 async def reply(interaction: discord.Interaction, text: str, **kwargs) -> None:
@@ -16,7 +21,7 @@ async def reply(interaction: discord.Interaction, text: str, **kwargs) -> None:
     follow-up."""
     kwargs.setdefault("ephemeral", True)
     if interaction.response.is_done():
-        await interaction.followup.send(text, **kwargs)
+        await retrying(lambda: interaction.followup.send(text, **kwargs))
     else:
         await interaction.response.send_message(text, **kwargs)
 
@@ -42,10 +47,36 @@ async def apologise(interaction: discord.Interaction, error: BaseException) -> N
         log.warning("could not send the apology for %s", describe(interaction))
 
 
+async def retrying(send: Callable[[], Awaitable[T]], attempts: int = 3) -> T:
+    """Call `send`, waiting out short rate limits (429) instead of failing.
+
+    discord.py already retries 429s inside its HTTP client; this covers the ones that
+    still surface (a proxy's or a webhook's), bounded so a learner is never kept waiting.
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            return await send()
+        except discord.HTTPException as exc:
+            if exc.status != 429 or attempt == attempts:
+                raise
+            wait = min(MAX_RETRY_WAIT, _retry_after(exc))
+            log.warning("rate limited (429), retrying in %.2fs (attempt %d)", wait, attempt)
+            await asyncio.sleep(wait)
+    raise AssertionError("unreachable")
+
+
+def _retry_after(exc: discord.HTTPException) -> float:
+    headers = getattr(exc.response, "headers", None) or {}
+    try:
+        return float(headers.get("Retry-After", 1.0))
+    except (TypeError, ValueError):
+        return 1.0
+
+
 async def dm(user: discord.abc.User, text: str) -> bool:
     """DM a user; False when their DMs are closed to the bot (Discord error 50007)."""
     try:
-        await user.send(text)
+        await retrying(lambda: user.send(text))
     except discord.Forbidden as exc:
         if exc.code == CLOSED_DMS:
             return False

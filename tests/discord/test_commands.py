@@ -8,6 +8,11 @@ import discord
 
 from tests.discord.test_play import learner_of, pick_and_submit, store_now
 
+def final_text(result) -> str:
+    """After a defer, the first follow-up fills the deferred reply itself."""
+    return result.followups[-1].content if result.followups else result.response.content
+
+
 LEARNER_COMMANDS = {"review", "learn", "practice", "stats", "settings", "forget-me"}
 
 
@@ -66,7 +71,7 @@ async def test_turning_reminders_on_warns_when_dms_are_closed(world, simcord_env
     simcord_env.inject_error("POST", "/channels/*/messages", status=403, code=50007,
                              message="Cannot send messages to this user")
     result = await ann.slash(channel, "settings", reminders=True)
-    text = result.followups[-1].content if result.followups else result.response.content
+    text = final_text(result)
     assert "Reminders: **on**" in text and "your DMs are closed" in text
     assert learner_of(store, ann).reminders_enabled
 
@@ -74,7 +79,7 @@ async def test_turning_reminders_on_warns_when_dms_are_closed(world, simcord_env
 async def test_turning_reminders_on_sends_a_confirmation_dm(world, simcord_env):
     _, channel, ann, _ = world
     result = await ann.slash(channel, "settings", reminders=True)
-    text = result.followups[-1].content if result.followups else result.response.content
+    text = final_text(result)
     assert "DMs are closed" not in text
     assert "Reminders are on" in ann.user.dm_channel.last_message.content
 
@@ -132,3 +137,24 @@ async def test_practice_autocompletes_topics_and_rejects_unknown_ones(world):
     assert [c["value"] for c in choices] == ["loss-scaling"]
     result = await ann.slash(channel, "practice", topic="astrology")
     assert "No topic 'astrology'" in result.response.content
+
+
+async def test_a_rate_limited_dm_is_retried_not_lost(world, simcord_env):
+    _, channel, ann, _ = world
+    simcord_env.inject_error("POST", "/channels/*/messages", status=429, times=2,
+                             message="You are being rate limited.")
+    result = await ann.slash(channel, "settings", reminders=True)
+    text = final_text(result)
+    assert "Reminders: **on**" in text and "DMs are closed" not in text
+    assert "Reminders are on" in ann.user.dm_channel.last_message.content
+
+
+async def test_a_rate_limit_that_persists_gets_an_apology(world, simcord_env, caplog):
+    _, channel, ann, _ = world
+    simcord_env.inject_error("POST", "/channels/*/messages", status=429, times=None)
+    with caplog.at_level(logging.WARNING):
+        result = await ann.slash(channel, "settings", reminders=True)
+    assert "Sorry, something went wrong" in final_text(result)
+    assert "rate limited (429)" in caplog.text
+    assert any(getattr(e, "status", None) == 429 for e in
+               (getattr(x, "original", x) for x in simcord_env.errors))
