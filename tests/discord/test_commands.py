@@ -8,6 +8,7 @@ import discord
 
 from tests.discord.test_play import learner_of, pick_and_submit, store_now
 
+
 def final_text(result) -> str:
     """After a defer, the first follow-up fills the deferred reply itself."""
     return result.followups[-1].content if result.followups else result.response.content
