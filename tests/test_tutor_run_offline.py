@@ -1,0 +1,92 @@
+"""`tutor run`, the real process, against the offline Discord (REST + gateway on loopback).
+
+The bot connects through DISCORD_API_BASE_URL / DISCORD_GATEWAY_URL, reaches READY,
+syncs its commands, serves /review, and a wrong button answers with that option's
+mistake explanation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from bot.tutor import Tutor
+from content.loader import DeckLibrary
+from scheduler.db import make_engine, sqlite_url, upgrade
+from scheduler.store import Store
+from tests.conftest import REPO, FakeClock
+from tests.offline_discord import OfflineDiscord
+from tests.test_offline_discord import BotProcess
+
+PURPOSE = "gradient-accumulation/purpose"
+
+
+def seed_due_review(db_url: str, user_id: str) -> None:
+    """The learner met the 'purpose' card three days ago, so it is due for review now."""
+    engine = make_engine(db_url)
+    upgrade(engine)
+    clock = FakeClock(datetime.now(UTC) - timedelta(days=3))
+    tutor = Tutor(Store(engine), DeckLibrary.load(), clock=clock)
+    learner = tutor.learner(f"discord:{user_id}", "alice")
+    served = tutor.next_card(learner, mode="practice", topic="concept")
+    assert served.card_id == PURPOSE
+    assert tutor.answer(served, "split-batch-to-save-memory").correct
+    engine.dispose()
+
+
+async def launch_tutor(server: OfflineDiscord, tmp_path, db_url: str) -> BotProcess:
+    log = tmp_path / "tutor.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DISCORD_")}
+    env.update(DISCORD_TOKEN="offline-token", DISCORD_API_BASE_URL=server.api_base,
+               DISCORD_GATEWAY_URL=server.gateway_url, DATABASE_URL=db_url,
+               PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1", LOG_LEVEL="INFO")
+    with log.open("wb") as out:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bot", "run", cwd=tmp_path, env=env, stdout=out,
+            stderr=asyncio.subprocess.STDOUT)
+    return BotProcess(proc, log)
+
+
+@pytest.mark.timeout(60)
+async def test_tutor_run_serves_review_and_explains_a_wrong_click(tmp_path):
+    server = await OfflineDiscord().start()
+    alice = server.create_user("alice")
+    guild = server.create_guild("Study Hall", members=[alice])
+    db_url = sqlite_url(tmp_path / "tutor.db")
+    seed_due_review(db_url, alice["id"])
+    bot = await launch_tutor(server, tmp_path, db_url)
+    try:
+        identify = await server.wait_ready(timeout=20)
+        assert identify["token"] == "offline-token"
+        assert identify["intents"] & (1 << 1 | 1 << 8 | 1 << 15) == 0  # no privileged intent
+        commands = {c["name"] for c in await server.wait_commands(timeout=10)}
+        assert {"review", "learn", "practice", "stats", "settings", "forget-me",
+                "server-settings"} == commands
+
+        review = await server.slash(alice, "review", guild_id=guild["id"])
+        assert review.callback_type == 4 and review.ephemeral
+        card = review.embeds[0]
+        assert card["title"] == "Review · easy · concept"
+        buttons = {b["label"]: b["custom_id"] for row in review.components
+                   for b in row["components"] if b["custom_id"].startswith("srs:opt:")}
+        assert sorted(buttons) == ["A", "B", "C", "D"]
+
+        click = await server.click(alice, review.message, buttons["B"])
+        assert click.callback_type == 7
+        feedback = review.message["embeds"][1]
+        deck = DeckLibrary.load().deck("gradient-accumulation")
+        option = next(o for o in deck.card(PURPOSE).options if o.id == "raise-learning-rate")
+        assert feedback["title"] == "Not quite. 2 attempts left."
+        assert option.says in feedback["description"]
+        assert deck.mistake(option.mistake).explanation[:60] in feedback["description"]
+    finally:
+        rc = await bot.stop()
+        await server.stop()
+    log = bot.log.read_text()
+    assert rc == 0, log
+    assert "synced 7 global commands: review, learn, practice" in log, log
+    assert "Traceback" not in log
