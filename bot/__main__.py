@@ -77,6 +77,40 @@ def cmd_run(args) -> int:
     return run(settings)
 
 
+def cmd_sandbox_run(args) -> int:
+    import asyncio
+
+    from bot.sandbox.client import SandboxClient
+    from bot.sandbox.protocol import OK, refused
+
+    async def run_file() -> dict:
+        try:
+            code = Path(args.file).read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            return refused("not valid UTF-8 text, so not Python source")
+        except OSError as exc:
+            return refused(f"cannot read {args.file}: {exc.strerror}")
+        client = SandboxClient()
+        await client.start()
+        try:
+            return await client.run(code, device=args.device)
+        finally:
+            await client.stop()
+
+    result = asyncio.run(run_file())
+    keys = ("status", "exit_code", "stdout", "stderr", "elapsed_ms")
+    report = {**{k: result.get(k) for k in keys},
+              **{k: result[k] for k in ("error", "line", "note", "device") if result.get(k)}}
+    if args.json:
+        print(json.dumps(report))
+    else:
+        sys.stdout.write(report["stdout"] or "")
+        sys.stderr.write(report["stderr"] or "")
+        if report.get("error"):
+            print(f"[{report['status']}] {report['error']}", file=sys.stderr)
+    return 0 if report["status"] == OK else 1
+
+
 def cmd_deck_validate(args) -> int:
     from content.loader import DeckError, deck_files, load_deck
 
@@ -162,6 +196,14 @@ def build_parser() -> argparse.ArgumentParser:
     schema = deck.add_parser("schema", help="print the deck JSON Schema")
     schema.add_argument("-o", "--output")
     schema.set_defaults(func=cmd_deck_schema)
+
+    sandbox = sub.add_parser("sandbox", help="the code sandbox").add_subparsers(
+        dest="sandbox_command", required=True)
+    sandbox_run = sandbox.add_parser("run", help="run a Python file under the sandbox")
+    sandbox_run.add_argument("file")
+    sandbox_run.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    sandbox_run.add_argument("--json", action="store_true")
+    sandbox_run.set_defaults(func=cmd_sandbox_run)
 
     db = sub.add_parser("db", help="database maintenance").add_subparsers(
         dest="db_command", required=True)

@@ -1,0 +1,176 @@
+"""The bot's side of the sandbox: a worker process spoken to in JSON lines.
+
+The bot never imports torch; the worker does. Admission happens here: a bounded queue,
+one run in flight per learner and a per-learner rate limit, each refused with a message a
+learner can act on. If the worker dies, it is restarted and the runs it held are answered
+(run again once, then reported as a crash), never lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import itertools
+import json
+import logging
+import os
+import sys
+import time
+from collections import defaultdict, deque
+from collections.abc import Callable
+from pathlib import Path
+
+from bot.sandbox.protocol import ERROR, Limits, decode, encode, refused
+
+log = logging.getLogger(__name__)
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+class SandboxBusy(Exception):
+    """Not admitted; the message says why and what to do."""
+
+
+def worker_environment() -> dict[str, str]:
+    """Built from nothing: no token or other secret of the bot reaches the worker."""
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LANG": "C.UTF-8",
+        "PYTHONPATH": str(PROJECT_ROOT),
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONWARNINGS": "ignore",
+        "OMP_NUM_THREADS": "1",
+    }
+
+
+class SandboxClient:
+    def __init__(self, *, limits: Limits | None = None, parallel: int | None = None,
+                 max_queue: int = 32, runs_per_minute: int = 6,
+                 clock: Callable[[], float] = time.monotonic):
+        self.limits = limits or Limits()
+        self.parallel = parallel
+        self.max_queue = max_queue
+        self.runs_per_minute = runs_per_minute
+        self.clock = clock
+        self._proc: asyncio.subprocess.Process | None = None
+        self._pending: dict[int, tuple[dict, asyncio.Future]] = {}
+        self._ids = itertools.count(1)
+        self._in_flight: set[str] = set()
+        self._recent: dict[str, deque[float]] = defaultdict(deque)
+        self._reader: asyncio.Task | None = None
+        self._stderr: asyncio.Task | None = None
+        self._restarts = 0
+        self._stopping = False
+
+    # -- the worker process --------------------------------------------------------------
+
+    async def start(self) -> dict:
+        """Start the worker (torch import: a few seconds) and return its info."""
+        self._stopping = False
+        self._proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bot.sandbox.worker",
+            "--limits", json.dumps(dataclasses.asdict(self.limits)),
+            *(["--parallel", str(self.parallel)] if self.parallel else []), cwd=PROJECT_ROOT,
+            env=worker_environment(), stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, limit=1 << 22)
+        self._reader = asyncio.create_task(self._read_replies(self._proc))
+        self._stderr = asyncio.create_task(self._log_stderr(self._proc))
+        return await self._request({"op": "info"})
+
+    async def stop(self) -> None:
+        self._stopping = True
+        proc, self._proc = self._proc, None
+        if proc and proc.returncode is None:
+            proc.stdin.close()
+            try:
+                await asyncio.wait_for(proc.wait(), 5)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+        for task in (self._reader, self._stderr):
+            if task:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    @property
+    def worker_pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    async def _read_replies(self, proc: asyncio.subprocess.Process) -> None:
+        while line := await proc.stdout.readline():
+            with contextlib.suppress(ValueError):
+                reply = decode(line)
+                entry = self._pending.pop(reply.pop("id", None), None)
+                if entry and not entry[1].done():
+                    entry[1].set_result(reply)
+        await proc.wait()
+        if not self._stopping and proc is self._proc:
+            await self._recover(proc.returncode)
+
+    async def _log_stderr(self, proc: asyncio.subprocess.Process) -> None:
+        while line := await proc.stderr.readline():
+            log.warning("sandbox worker: %s", line.decode(errors="replace").rstrip())
+
+    async def _recover(self, returncode: int | None) -> None:
+        """The worker died: start a new one and answer every run it held."""
+        self._restarts += 1
+        log.error("sandbox worker died (exit %s); restarting", returncode)
+        held, self._pending = self._pending, {}
+        try:
+            await self.start()
+        except Exception:  # noqa: BLE001
+            log.exception("sandbox worker could not be restarted")
+        for request, future in held.values():
+            if future.done():
+                continue
+            if request.get("retried") or self._proc is None:
+                future.set_result({**refused("the sandbox crashed while running this code"),
+                                   "status": ERROR})
+            else:
+                asyncio.ensure_future(self._forward({**request, "retried": True}, future))
+
+    async def _forward(self, request: dict, future: asyncio.Future) -> None:
+        try:
+            future.set_result(await self._request(request))
+        except Exception as exc:  # noqa: BLE001
+            if not future.done():
+                future.set_exception(exc)
+
+    async def _request(self, request: dict) -> dict:
+        if self._proc is None or self._proc.returncode is not None:
+            raise RuntimeError("the sandbox worker is not running")
+        request_id = next(self._ids)
+        future = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = (request, future)
+        self._proc.stdin.write(encode({**request, "id": request_id}))
+        await self._proc.stdin.drain()
+        return await future
+
+    # -- submissions ---------------------------------------------------------------------
+
+    async def run(self, code: str, *, learner: str | None = None, mode: str = "run",
+                  checker: str | None = None, device: str = "cpu") -> dict:
+        """Run code under the sandbox's limits; raise SandboxBusy when not admitted."""
+        if learner is not None:
+            self._admit(learner)
+        try:
+            return await self._request({"code": code, "mode": mode, "checker": checker,
+                                        "device": device})
+        finally:
+            self._in_flight.discard(learner)
+
+    def _admit(self, learner: str) -> None:
+        if len(self._pending) >= self.max_queue:
+            raise SandboxBusy("The code runner is busy right now; try again in a minute.")
+        if learner in self._in_flight:
+            raise SandboxBusy("Your previous code is still running; wait for its verdict.")
+        now, recent = self.clock(), self._recent[learner]
+        while recent and now - recent[0] >= 60:
+            recent.popleft()
+        if len(recent) >= self.runs_per_minute:
+            wait = 60 - (now - recent[0])
+            raise SandboxBusy(f"That's {self.runs_per_minute} runs this minute; try again "
+                              f"in {wait:.0f} s.")
+        recent.append(now)
+        self._in_flight.add(learner)

@@ -1,0 +1,74 @@
+"""Admission (queue, one run per learner, rate limit), worker restarts, and the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+
+import pytest
+
+from bot.sandbox.client import SandboxBusy, SandboxClient
+from bot.sandbox.protocol import ERROR, OK
+from tests.sandbox.conftest import TEST_LIMITS
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+async def test_a_learner_has_one_run_in_flight(sandbox):
+    first = asyncio.create_task(sandbox.run("import time; time.sleep(0.5)", learner="ann"))
+    await asyncio.sleep(0.05)
+    with pytest.raises(SandboxBusy, match="still running"):
+        await sandbox.run("print(1)", learner="ann")
+    other = await sandbox.run("print(1)", learner="bob")  # others are not held up
+    assert other["status"] == OK
+    assert (await first)["status"] == OK
+    assert (await sandbox.run("print(2)", learner="ann"))["stdout"] == "2\n"
+
+
+async def test_per_learner_rate_limit_says_when_to_come_back():
+    now = [1000.0]
+    client = SandboxClient(limits=TEST_LIMITS, runs_per_minute=2, clock=lambda: now[0])
+    client._admit("ann")
+    client._in_flight.clear()
+    client._admit("ann")
+    client._in_flight.clear()
+    now[0] += 15
+    with pytest.raises(SandboxBusy, match="2 runs this minute; try again in 45 s"):
+        client._admit("ann")
+    client._admit("bob")
+    now[0] += 46
+    client._in_flight.clear()
+    client._admit("ann")
+
+
+async def test_a_full_queue_refuses_new_runs():
+    client = SandboxClient(limits=TEST_LIMITS, max_queue=1)
+    client._pending[1] = ({}, None)
+    with pytest.raises(SandboxBusy, match="busy right now"):
+        client._admit("ann")
+
+
+async def test_a_dead_worker_is_restarted_and_the_run_is_answered(sandbox):
+    first_worker = sandbox.worker_pid
+    running = asyncio.create_task(sandbox.run("import time; time.sleep(1); print('done')"))
+    await asyncio.sleep(0.3)
+    os.kill(first_worker, signal.SIGKILL)
+    result = await asyncio.wait_for(running, 30)
+    assert sandbox.worker_pid != first_worker
+    assert (result["status"], result["stdout"]) == (OK, "done\n")  # run again, not lost
+    assert (await sandbox.run("print('next')"))["stdout"] == "next\n"
+
+
+async def test_a_run_that_kills_the_worker_twice_is_reported_not_retried_forever(sandbox):
+    async def kill_worker_soon():
+        for _ in range(2):
+            await asyncio.sleep(0.3)
+            os.kill(sandbox.worker_pid, signal.SIGKILL)
+            await asyncio.sleep(3)  # the restart imports torch
+
+    killer = asyncio.create_task(kill_worker_soon())
+    result = await asyncio.wait_for(sandbox.run("import time; time.sleep(2.5)"), 60)
+    await killer
+    assert result["status"] == ERROR and "crashed" in result["stderr"]
+    assert (await sandbox.run("print('ok')"))["status"] == OK
