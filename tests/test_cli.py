@@ -88,3 +88,11 @@ def test_a_blank_token_in_dotenv_counts_as_missing(tmp_path):
     (tmp_path / ".env").write_text("DISCORD_TOKEN=   \n")
     result = tutor("run", cwd=tmp_path)
     assert result.returncode == 2 and "No Discord token" in result.stderr
+
+
+def test_the_bot_process_never_imports_torch():
+    probe = ("import sys, bot.__main__, bot.discord_ui.client, bot.console, bot.sandbox.client,"
+             " bot.bench; print('torch' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                            cwd=REPO, timeout=60)
+    assert result.stdout.strip() == "False", result.stderr

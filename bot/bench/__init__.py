@@ -5,5 +5,6 @@ runs each one small to keep them working. Tests never assert timings.
 """
 
 from bot.bench.answers import bench_answers
+from bot.bench.sandbox import bench_sandbox
 
-BENCHMARKS = {"answers": bench_answers}
+BENCHMARKS = {"answers": bench_answers, "sandbox": bench_sandbox}

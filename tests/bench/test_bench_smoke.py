@@ -19,3 +19,27 @@ def test_bench_answers_reports_engine_and_raw_rates():
     assert report["benchmark"] == "answers" and report["answers"] == 60
     assert report["engine_answers_per_s"] > 0 and report["raw_sqlite3_writes_per_s"] > 0
     assert report["ok"] == (report["ratio"] >= report["target_ratio"] == 0.3)
+
+
+def test_bench_sandbox_reports_forkserver_and_fresh_interpreter_latency():
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "bench", "sandbox", "--json", "-n", "5"],
+        capture_output=True, text=True, cwd=REPO, timeout=180,
+    )
+    report = json.loads(result.stdout)
+    assert report["device"] == "cpu" and report["runs"] == 5
+    assert 0 < report["p50_ms"] <= report["p95_ms"]
+    assert report["fresh_interpreter_p50_ms"] > report["p50_ms"]
+    assert report["isolation"]["seccomp"] and report["loop_output"]
+
+
+def test_bench_sandbox_on_cuda_says_when_there_is_no_gpu():
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "bench", "sandbox", "--device", "cuda", "--json",
+         "-n", "3"], capture_output=True, text=True, cwd=REPO, timeout=180,
+    )
+    report = json.loads(result.stdout)
+    if report.get("error") is None:
+        assert result.returncode in (0, 1) and report["device"] == "cuda"
+    else:
+        assert result.returncode == 1 and "no CUDA GPU" in report["error"]
