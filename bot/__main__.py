@@ -56,13 +56,23 @@ def _open_store(url: str):
 
 def cmd_practice(args) -> int:
     from bot.console import Console
+    from bot.discord_ui.client import start_sandbox
     from bot.tutor import Tutor
 
     library = _library(args.deck)
+    topics = {t for card in library.cards(args.deck) for t in card.topics}
+    if args.topic and args.topic not in topics:
+        print(f"No topic '{args.topic}'. Topics: {', '.join(sorted(topics))}", file=sys.stderr)
+        return 2
     tutor = Tutor(_open_store(_database_url(args.db)), library, clock=lambda: datetime.now(UTC))
+    sandbox = None if args.no_sandbox else start_sandbox(tutor)
     name = args.learner or getpass.getuser() or "me"
     learner = tutor.learner(f"local:{name}", display_name=name)
-    return Console(tutor, learner, args.deck).run()
+    try:
+        return Console(tutor, learner, args.deck, topic=args.topic).run()
+    finally:
+        if sandbox:
+            sandbox.stop()
 
 
 def cmd_run(args) -> int:
@@ -77,27 +87,40 @@ def cmd_run(args) -> int:
     return run(settings)
 
 
-def cmd_sandbox_run(args) -> int:
+def _read_source(path: str) -> tuple[str | None, dict | None]:
+    """The file's text, or a `refused` result saying why it cannot be Python."""
+    from bot.sandbox.protocol import refused
+
+    try:
+        return Path(path).read_bytes().decode("utf-8"), None
+    except UnicodeDecodeError:
+        return None, refused("not valid UTF-8 text, so not Python source")
+    except OSError as exc:
+        return None, refused(f"cannot read {path}: {exc.strerror}")
+
+
+def _sandboxed(code: str, **options) -> dict:
+    """Start a sandbox worker, run one submission, stop it."""
     import asyncio
 
     from bot.sandbox.client import SandboxClient
-    from bot.sandbox.protocol import OK, refused
 
-    async def run_file() -> dict:
-        try:
-            code = Path(args.file).read_bytes().decode("utf-8")
-        except UnicodeDecodeError:
-            return refused("not valid UTF-8 text, so not Python source")
-        except OSError as exc:
-            return refused(f"cannot read {args.file}: {exc.strerror}")
+    async def once() -> dict:
         client = SandboxClient()
         await client.start()
         try:
-            return await client.run(code, device=args.device)
+            return await client.run(code, **options)
         finally:
             await client.stop()
 
-    result = asyncio.run(run_file())
+    return asyncio.run(once())
+
+
+def cmd_sandbox_run(args) -> int:
+    from bot.sandbox.protocol import OK
+
+    code, result = _read_source(args.file)
+    result = result or _sandboxed(code, device=args.device)
     keys = ("status", "exit_code", "stdout", "stderr", "elapsed_ms")
     report = {**{k: result.get(k) for k in keys},
               **{k: result[k] for k in ("error", "line", "note", "device") if result.get(k)}}
@@ -109,6 +132,35 @@ def cmd_sandbox_run(args) -> int:
         if report.get("error"):
             print(f"[{report['status']}] {report['error']}", file=sys.stderr)
     return 0 if report["status"] == OK else 1
+
+
+def cmd_check(args) -> int:
+    """Judge a code answer for a code card, as the bot would."""
+    from bot.sandbox.judge import report_from
+    from content.schema import CodeCard
+
+    library = _library()
+    if not library.has_card(args.card) or not isinstance(library.card(args.card), CodeCard):
+        codes = [c.id for c in library.cards() if isinstance(c, CodeCard)]
+        print(f"No code card '{args.card}'. Code cards: {', '.join(codes)}", file=sys.stderr)
+        return 2
+    card = library.card(args.card)
+    code, result = _read_source(args.file)
+    result = result or _sandboxed(code, mode="check", checker=card.checker,
+                                  device=args.device)
+    report = report_from(result)
+    explained = [f"{m.title}: {m.explanation}"
+                 for m in (library.mistake(card.id, i) for i in report.mistakes)]
+    output = {"card": card.id, "status": report.status, "passed": report.passed,
+              "mistakes": list(report.mistakes), "feedback": [*report.feedback, *explained],
+              "stdout": report.stdout, "elapsed_ms": result.get("elapsed_ms")}
+    if args.json:
+        print(json.dumps(output))
+    else:
+        print(("PASSED" if report.passed else "NOT YET") + f" ({report.status})")
+        for line in output["feedback"]:
+            print(f"- {line}")
+    return 0 if report.passed else 1
 
 
 def cmd_deck_validate(args) -> int:
@@ -179,6 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
     practice.add_argument("--deck", help="deck id (default: every deck)")
     practice.add_argument("--db", help="SQLite file (default: $DATABASE_URL or tutor.db)")
     practice.add_argument("--learner", help="your name (default: your login)")
+    practice.add_argument("--topic", help="practise one topic, due or not (q to stop)")
+    practice.add_argument("--no-sandbox", action="store_true",
+                          help="skip code cards (no sandbox worker)")
     practice.set_defaults(func=cmd_practice)
 
     run = sub.add_parser("run", help="run the Discord bot (needs DISCORD_TOKEN)")
@@ -196,6 +251,13 @@ def build_parser() -> argparse.ArgumentParser:
     schema = deck.add_parser("schema", help="print the deck JSON Schema")
     schema.add_argument("-o", "--output")
     schema.set_defaults(func=cmd_deck_schema)
+
+    check = sub.add_parser("check", help="judge a code answer for a code card")
+    check.add_argument("card", help="e.g. gradient-accumulation/train-loop")
+    check.add_argument("file")
+    check.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    check.add_argument("--json", action="store_true")
+    check.set_defaults(func=cmd_check)
 
     sandbox = sub.add_parser("sandbox", help="the code sandbox").add_subparsers(
         dest="sandbox_command", required=True)

@@ -10,6 +10,7 @@ from datetime import date
 from typing import TextIO
 
 from bot.tutor import (
+    InvalidAnswer,
     Served,
     Tutor,
     TutorError,
@@ -48,6 +49,7 @@ class Console:
     deck_id: str | None = None
     out: TextIO | None = None
     read: Callable[[str], str] = input
+    topic: str | None = None  # practise this topic (even when nothing is due)
     answered: int = field(default=0, init=False)
 
     def say(self, text: str = "") -> None:
@@ -75,7 +77,9 @@ class Console:
         self._status()
         self.say("Answer with a letter or the option's text; ? shows a hint, q quits.")
         try:
-            while (served := self.tutor.next_card(self.learner, deck_id=self.deck_id)):
+            mode = "practice" if self.topic else "auto"
+            while served := self.tutor.next_card(self.learner, deck_id=self.deck_id,
+                                                 mode=mode, topic=self.topic):
                 self._play(served)
         except Quit:
             self.say()
@@ -107,6 +111,8 @@ class Console:
         self.say(card.prompt)
         if isinstance(card, FillInCard):
             self._show_fill_in(card)
+        elif isinstance(card, CodeCard):
+            self._show_code(card)
         else:
             self._show_choice(card)
         while True:
@@ -114,8 +120,13 @@ class Console:
             if isinstance(response, Served):  # a hint was shown
                 served = response
                 continue
+            if isinstance(card, CodeCard):
+                self.say("Running your code in the sandbox...")
             try:
                 verdict = self.tutor.answer(served, response)
+            except InvalidAnswer as exc:
+                self.say(str(exc))
+                continue
             except TutorError as exc:
                 self.say(str(exc))
                 return
@@ -143,7 +154,32 @@ class Console:
             if option.code:
                 self.say(_indent(option.code, "       "))
 
+    def _show_code(self, card: CodeCard) -> None:
+        self.say()
+        self.say(_indent(card.starter))
+        self.say()
+        self.say("Type or paste your code, then a line with just EOF. (? for a hint, q quits)")
+
+    def _read_code(self, served: Served):
+        lines: list[str] = []
+        while True:
+            try:
+                line = self.read("... " if lines else "code> ")
+            except EOFError:
+                line = "EOF"  # Ctrl-D ends the code as EOF would
+            if line.strip() == "EOF":
+                return "\n".join(lines) + "\n"
+            if not lines and line.strip().lower() in QUIT:
+                raise Quit
+            if not lines and line.strip().lower() in HINT:
+                served, hint = self.tutor.hint(served)
+                self.say(f"Hint: {hint}")
+                return served
+            lines.append(line)
+
     def _read_response(self, served: Served, card):
+        if isinstance(card, CodeCard):
+            return self._read_code(served)
         blanks = len(card.blanks) if isinstance(card, FillInCard) else 1
         prompt = "Answer > " if blanks == 1 else f"Answers for [1]..[{blanks}] > "
         while True:
@@ -192,14 +228,25 @@ class Console:
             self.say("Correct!" if tries == 1 else f"Correct, on attempt {tries}.")
         else:
             self.say("Not quite.")
+        if verdict.report:  # what the checker measured, with its numbers
+            for line in verdict.report.feedback:
+                self._wrapped(f"- {line}")
+        if verdict.correct:
+            for f in verdict.findings:  # a passing loop can still carry a warning
+                self._wrapped(f"Note - {f.mistake_title}: {f.explanation}")
+        else:
             for f in verdict.findings:
                 where = f" for [{self._blank_number(card, f.blank)}]" if f.blank else ""
-                self._wrapped(f"You chose '{f.choice}'{where}: {f.says}")
-                self._wrapped(f"Common mistake - {f.mistake_title}: {f.explanation}")
+                if f.says:
+                    self._wrapped(f"You chose '{f.choice}'{where}: {f.says}")
+                if f.explanation:
+                    self._wrapped(f"Common mistake - {f.mistake_title}: {f.explanation}")
             if not verdict.finished:
                 self.say(f"  {verdict.attempts_left} attempt(s) left. (? for a hint)")
                 return
-            self.say(f"The answer: {correct_answer(card)}")
+            answer = correct_answer(card)
+            self.say("A working solution:\n" + _indent(answer) if isinstance(card, CodeCard)
+                     else f"The answer: {answer}")
         self._show_solution(card)
         if verdict.due is not None and verdict.served.kind in ("new", "review"):
             today = self.tutor.today(self.learner)

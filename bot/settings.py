@@ -20,6 +20,8 @@ class Settings(BaseSettings):
     # Sync commands to this server only (instant) instead of globally (can take an hour).
     discord_dev_guild_id: int | None = None
     log_level: str = "INFO"
+    # Judge code cards in the sandbox worker (needs Linux namespaces; off: no code cards).
+    sandbox: bool = True
 
     @property
     def token(self) -> str | None:

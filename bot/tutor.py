@@ -44,6 +44,10 @@ class StaleCard(TutorError):
     pass
 
 
+class TryAgain(TutorError):
+    """Not judged now (the code runner is busy or rate-limited); no attempt was used."""
+
+
 class InvalidAnswer(TutorError):
     """The response is not a choice this card offers; no attempt was used."""
 
@@ -146,7 +150,7 @@ class Tutor:
         *,
         clock: Callable[[], datetime],
         policy: GradePolicy = DEFAULT_POLICY,
-        code_judge: Callable[[CodeCard, str], CodeReport] | None = None,
+        code_judge: Callable[[CodeCard, str, int], CodeReport] | None = None,
     ):
         self.store = store
         self.library = library
@@ -265,20 +269,18 @@ class Tutor:
         return self._finish(attempt, card, correct, findings)
 
     def _answer_code(self, served: Served, card: CodeCard, code: Response) -> Verdict:
-        """One submission decides a code card: the checker's verdict, not a guess."""
+        """One submission decides a code card: the checker's verdict, not a guess. A crash,
+        timeout or refusal carries no mistake id; its report's feedback says what happened."""
         if self.code_judge is None:
             raise NeedsSandbox("Code cards need the sandbox, which is not running here.")
         if not isinstance(code, str) or not code.strip():
             raise InvalidAnswer("Send your code: the training loop over `dataloader`.")
-        report = self.code_judge(card, code)
+        report = self.code_judge(card, code, served.learner_id)
         findings = []
         for mistake_id in report.mistakes:
             mistake = self._mistake(card, mistake_id)
             findings.append(Finding("your code", "", mistake.id, mistake.title,
                                     mistake.explanation))
-        if not report.passed and not findings:  # crashed, timed out, ...
-            findings.append(Finding("your code", "; ".join(report.feedback) or report.status,
-                                    "", report.status, ""))
         attempt = replace(served, attempts=served.attempts + 1,
                           chosen=(*served.chosen, {"status": report.status,
                                                    "mistakes": list(report.mistakes)}))

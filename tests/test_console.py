@@ -134,3 +134,25 @@ def test_unknown_deck_is_a_clear_error(tmp_path, deck):
     )
     assert result.returncode == 2
     assert "No deck 'nope'. Decks: gradient-accumulation" in result.stderr
+
+
+def test_a_code_card_in_the_terminal_is_judged_in_the_sandbox(tmp_path):
+    code = ("for i, (inputs, labels) in enumerate(dataloader):\n"
+            "    loss = criterion(model(inputs), labels)\n"
+            "    loss.backward()\n"
+            "    if (i + 1) % accumulation_steps == 0 or i + 1 == len(dataloader):\n"
+            "        optimizer.step()\n"
+            "        optimizer.zero_grad()\n")
+    answers = "a b a\nc\n" + code + "EOF\nq\n"  # the topic's fill-in, MCQ, then the loop
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "practice", "--db", str(tmp_path / "c.db"),
+         "--learner", "coder", "--topic", "training-loop"],
+        input=answers, capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=120)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "Type or paste your code, then a line with just EOF." in out
+    assert "Running your code in the sandbox..." in out
+    verdict = out.split("Running your code in the sandbox...")[1]
+    assert "Not quite." in verdict and "4x too large" in verdict
+    assert "Common mistake - Loss not scaled" in verdict
+    assert "A working solution:" in verdict

@@ -207,7 +207,7 @@ def test_code_cards_need_the_sandbox(tutor):
 
 
 def code_tutor(store, library, clock, report: CodeReport) -> Tutor:
-    return Tutor(store, library, clock=clock, code_judge=lambda card, code: report)
+    return Tutor(store, library, clock=clock, code_judge=lambda card, code, learner: report)
 
 
 def test_a_failed_code_check_explains_each_mistake_and_records_it(store, mini_library, clock):
@@ -242,8 +242,9 @@ def test_a_crashed_submission_says_so(store, mini_library, clock):
     report = CodeReport("error", False, (), ("line 3: NameError: name 'lossy' is not defined",))
     tutor = code_tutor(store, mini_library, clock, report)
     served = tutor.next_card(tutor.learner("local:ann"), topic="loop")
-    (finding,) = tutor.answer(served, "lossy.backward()").findings
-    assert finding.mistake_title == "error" and "NameError" in finding.says
+    verdict = tutor.answer(served, "lossy.backward()")
+    assert verdict.finished and not verdict.correct and verdict.findings == ()
+    assert verdict.report.status == "error" and "NameError" in verdict.report.feedback[0]
 
 
 def test_served_cards_survive_a_json_round_trip(tutor):

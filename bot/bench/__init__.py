@@ -5,6 +5,7 @@ runs each one small to keep them working. Tests never assert timings.
 """
 
 from bot.bench.answers import bench_answers
+from bot.bench.checker import bench_checker
 from bot.bench.sandbox import bench_sandbox
 
-BENCHMARKS = {"answers": bench_answers, "sandbox": bench_sandbox}
+BENCHMARKS = {"answers": bench_answers, "checker": bench_checker, "sandbox": bench_sandbox}

@@ -14,6 +14,7 @@ from bot.discord_ui.commands import build_commands
 from bot.discord_ui.components import DYNAMIC_ITEMS, MODAL_TEMPLATE, dispatch
 from bot.discord_ui.flow import CardFlow
 from bot.discord_ui.replies import apologise
+from bot.sandbox.judge import BackgroundSandbox
 from bot.settings import DISCORD_API, DISCORD_GATEWAY
 from bot.tutor import Tutor
 
@@ -115,6 +116,7 @@ def run(settings) -> int:
     engine = make_engine(settings.database_url)
     upgrade(engine)
     tutor = Tutor(Store(engine), DeckLibrary.load(), clock=lambda: datetime.now(UTC))
+    sandbox = start_sandbox(tutor) if settings.sandbox else None
     bot = TutorBot(tutor, dev_guild_id=settings.discord_dev_guild_id)
     try:
         bot.run(settings.token, log_handler=None)  # logging is configured by the CLI
@@ -125,5 +127,21 @@ def run(settings) -> int:
         log.error("Discord refused the requested intents.")
         return 2
     finally:
+        if sandbox:
+            sandbox.stop()
         engine.dispose()
     return 0
+
+
+def start_sandbox(tutor: Tutor) -> BackgroundSandbox | None:
+    """Code cards are served only when their answers can be judged. The sandbox client
+    lives on its own loop thread, so its I/O never waits on the gateway's loop."""
+    sandbox = BackgroundSandbox()
+    try:
+        tutor.code_judge = sandbox.start()
+    except Exception:  # noqa: BLE001
+        log.exception("the code sandbox could not start: code cards are off")
+        sandbox.stop()
+        return None
+    log.info("code sandbox ready (worker pid %s)", sandbox.client.worker_pid)
+    return sandbox

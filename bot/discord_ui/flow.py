@@ -19,7 +19,6 @@ from bot.discord_ui.components import CodeModal
 from bot.discord_ui.replies import reply
 from bot.tutor import (
     InvalidAnswer,
-    NeedsSandbox,
     Served,
     StaleCard,
     Tutor,
@@ -212,7 +211,7 @@ class CardFlow:
     async def _judge(self, interaction, loaded: Loaded, code: str) -> Verdict | None:
         try:
             return await asyncio.to_thread(self.tutor.answer, loaded.served, code)
-        except (NeedsSandbox, InvalidAnswer, StaleCard) as exc:
+        except TutorError as exc:  # no sandbox, busy, empty code, stale card
             await interaction.followup.send(str(exc), ephemeral=True)
             return None
 

@@ -92,7 +92,7 @@ def feedback_embed(card: AnyCard, verdict: Verdict, today: date | None) -> disco
         left = verdict.attempts_left
         title, colour = f"Not quite. {left} attempt{'s' * (left != 1)} left.", RED
     parts = [_findings_text(verdict, card)]
-    if verdict.report and verdict.report.feedback and verdict.findings:
+    if verdict.report and verdict.report.feedback:
         parts.append("\n".join(f"• {line}" for line in verdict.report.feedback))
     if verdict.finished:
         if not verdict.correct:

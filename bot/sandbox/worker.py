@@ -215,9 +215,11 @@ class ForkServer:
             loop.add_reader(fd, self._drain, slot, fd, buffer, overflow)
         try:
             await loop.run_in_executor(None, _send, slot.request_w, payload)
+            overflowing = asyncio.ensure_future(overflow.wait())
             done, _ = await asyncio.wait(
-                [exited, asyncio.ensure_future(overflow.wait())],
-                timeout=self.limits.wall_s, return_when=asyncio.FIRST_COMPLETED)
+                [exited, overflowing], timeout=self.limits.wall_s,
+                return_when=asyncio.FIRST_COMPLETED)
+            overflowing.cancel()
             timed_out = not done
             if not exited.done():
                 with contextlib.suppress(ProcessLookupError):

@@ -43,3 +43,13 @@ def test_bench_sandbox_on_cuda_says_when_there_is_no_gpu():
         assert result.returncode in (0, 1) and report["device"] == "cuda"
     else:
         assert result.returncode == 1 and "no CUDA GPU" in report["error"]
+
+
+def test_bench_checker_times_checks_through_the_sandbox():
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "bench", "checker", "--json", "-n", "3"],
+        capture_output=True, text=True, cwd=REPO, timeout=180,
+    )
+    report = json.loads(result.stdout)
+    assert report["checks"] == 6 and report["median_ms"] > 0
+    assert report["card"] == "gradient-accumulation/train-loop"

@@ -15,7 +15,7 @@ from tests.discord.test_play import custom_ids, store_now
 SCALED = "for x, y in dataloader:\n    loss = criterion(model(x), y) / accumulation_steps\n"
 
 
-def judge(card, code: str) -> CodeReport:
+def judge(card, code: str, learner=None) -> CodeReport:
     if "/ accumulation_steps" in code:
         return CodeReport("ok", True)
     return CodeReport("ok", False, ("no_scaling",), ("gradients were 4x too large",))

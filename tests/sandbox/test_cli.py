@@ -47,3 +47,45 @@ def test_cuda_falls_back_to_the_cpu_with_a_note(tmp_path):
     if os.path.exists("/dev/nvidiactl"):
         pytest.skip("a GPU is present: the CUDA path is covered by test_cuda.py")
     assert report["stdout"] == "cpu\n" and "No GPU" in report["note"]
+
+
+def tutor_check(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "bot", "check", *args], capture_output=True,
+                          text=True, env=env, cwd=REPO, timeout=120)
+
+
+def test_check_passes_the_reference_and_names_each_mistake(tmp_path):
+    from content.loader import DeckLibrary
+
+    card = DeckLibrary.load().card("gradient-accumulation/train-loop")
+    reference = tmp_path / "reference.py"
+    reference.write_text(card.reference)
+    passed = tutor_check(card.id, str(reference), "--json")
+    report = json.loads(passed.stdout)
+    assert passed.returncode == 0 and report["passed"] and report["mistakes"] == []
+    assert set(report) == {"card", "status", "passed", "mistakes", "feedback", "stdout",
+                           "elapsed_ms"}
+    buggy = tmp_path / "buggy.py"
+    buggy.write_text(card.reference.replace("(i + 1) % accumulation_steps",
+                                            "i % accumulation_steps"))
+    failed = json.loads(tutor_check(card.id, str(buggy), "--json").stdout)
+    assert not failed["passed"] and failed["mistakes"] == ["off_by_one_modulo"]
+    assert any("instead of" in line for line in failed["feedback"])  # with its numbers
+    assert any(line.startswith("Off-by-one") for line in failed["feedback"])  # the deck's
+
+
+def test_check_reports_the_learners_crash_with_its_line(tmp_path):
+    crash = tmp_path / "crash.py"
+    crash.write_text("for batch in dataloader:\n    lossy.backward()\n")
+    report = json.loads(tutor_check("gradient-accumulation/train-loop", str(crash),
+                                    "--json").stdout)
+    assert report["status"] == ERROR and not report["passed"]
+    assert report["feedback"][0].startswith("line 2: NameError")
+
+
+def test_check_needs_a_code_card(tmp_path):
+    program = tmp_path / "x.py"
+    program.write_text("pass\n")
+    result = tutor_check("gradient-accumulation/purpose", str(program))
+    assert result.returncode == 2 and "No code card" in result.stderr

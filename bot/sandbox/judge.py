@@ -1,0 +1,82 @@
+"""Code answers judged by a card's checker inside the sandbox, for the tutor engine.
+
+The engine is synchronous and runs code answers off the event loop (a worker thread);
+the sandbox client is asyncio. `SandboxJudge` bridges the two. `BackgroundSandbox` gives
+synchronous front ends (the terminal) a sandbox on a loop thread of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+
+from bot.sandbox.client import SandboxBusy, SandboxClient
+from bot.sandbox.protocol import MEMORY, OK, OUTPUT_LIMIT, REFUSED, TIMEOUT
+from bot.tutor import CodeReport, TryAgain
+from content.schema import CodeCard
+
+log = logging.getLogger(__name__)
+
+STOPPED = {
+    TIMEOUT: "Your code ran too long and was stopped: is there a loop that never ends?",
+    MEMORY: "Your code used more memory than allowed and was stopped.",
+    OUTPUT_LIMIT: "Your code printed too much and was stopped.",
+}
+
+
+def report_from(result: dict) -> CodeReport:
+    """A sandbox result (run in `check` mode) as the engine's CodeReport."""
+    status, stdout = result.get("status"), result.get("stdout", "")
+    if "report" in result:  # the checker ran to the end (the learner's code may have raised)
+        report = result["report"]
+        return CodeReport(report.get("status", OK), bool(report.get("passed")),
+                          tuple(report.get("mistakes", ())), tuple(report.get("feedback", ())),
+                          stdout)
+    if status in STOPPED:
+        return CodeReport(status, False, (), (STOPPED[status],), stdout)
+    detail = result.get("error") or result.get("stderr") or "it could not run"
+    if status == REFUSED:
+        return CodeReport(status, False, (), (f"Your code was not run: {detail}",), stdout)
+    line = result.get("line")
+    where = f"line {line}: " if line else ""
+    return CodeReport(status or "error", False, (), (f"{where}{detail}",), stdout)
+
+
+class SandboxJudge:
+    """The engine's `code_judge`, called from a worker thread."""
+
+    def __init__(self, client: SandboxClient, loop: asyncio.AbstractEventLoop, *,
+                 device: str = "cpu", timeout_s: float = 120.0):
+        self.client, self.loop = client, loop
+        self.device, self.timeout_s = device, timeout_s
+
+    def __call__(self, card: CodeCard, code: str, learner: object = None) -> CodeReport:
+        run = self.client.run(code, learner=None if learner is None else str(learner),
+                              mode="check", checker=card.checker, device=self.device)
+        try:
+            result = asyncio.run_coroutine_threadsafe(run, self.loop).result(self.timeout_s)
+        except SandboxBusy as exc:
+            raise TryAgain(str(exc)) from None
+        return report_from(result)
+
+
+class BackgroundSandbox:
+    """A sandbox on its own event-loop thread, for synchronous callers."""
+
+    def __init__(self, client: SandboxClient | None = None):
+        self.client = client or SandboxClient()
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True,
+                                        name="sandbox-loop")
+
+    def start(self, timeout_s: float = 60.0) -> SandboxJudge:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self.client.start(), self.loop).result(timeout_s)
+        return SandboxJudge(self.client, self.loop)
+
+    def stop(self) -> None:
+        if self._thread.is_alive():
+            asyncio.run_coroutine_threadsafe(self.client.stop(), self.loop).result(30)
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(5)

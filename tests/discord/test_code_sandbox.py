@@ -1,0 +1,52 @@
+"""The bot with its real sandbox: a code answer from the modal is judged by the checker."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.discord_ui.client import TutorBot
+from bot.sandbox.judge import BackgroundSandbox
+from tests.discord.test_code_cards import verdict_message
+from tests.discord.test_play import custom_ids, pick_and_submit
+
+NO_SCALING = """\
+for i, (inputs, labels) in enumerate(dataloader):
+    loss = criterion(model(inputs), labels)
+    loss.backward()
+    if (i + 1) % accumulation_steps == 0 or i + 1 == len(dataloader):
+        optimizer.step()
+        optimizer.zero_grad()
+"""
+
+
+@pytest.fixture(scope="module")
+def judge():
+    sandbox = BackgroundSandbox()
+    yield sandbox.start()
+    sandbox.stop()
+
+
+@pytest.fixture
+def simcord_bot(bot_tutor, judge) -> TutorBot:
+    bot_tutor.code_judge = judge
+    return TutorBot(bot_tutor)
+
+
+async def test_a_code_answer_is_run_in_the_sandbox_and_explained(world, store):
+    _, channel, ann, _ = world
+    # The topic's fill-in and multiple-choice cards come first in deck order.
+    full_loop = (await ann.slash(channel, "practice", topic="training-loop")).response
+    await pick_and_submit(ann, full_loop, {"divisor": "accumulation_steps",
+                                           "method": "backward", "window": "accumulation_steps"})
+    correct_loop = (await ann.slash(channel, "practice", topic="training-loop")).response
+    await ann.click(correct_loop, label="C")
+    card = (await ann.slash(channel, "practice", topic="training-loop")).response
+    assert card.embeds[0].footer.text.endswith("gradient-accumulation/train-loop")
+    shown = await ann.click(card, label="Write code")
+    result = await ann.submit_modal(shown, {"code": NO_SCALING})
+    verdict = verdict_message(result).embeds[0]
+    assert verdict.title == "Not this time."
+    assert "**Loss not scaled.**" in verdict.description
+    assert "gradients 4x too large" in verdict.description
+    serve_id = custom_ids(card)[0].split(":")[2]
+    assert store.review(serve_id).mistake_ids == ["no_loss_scaling"]
