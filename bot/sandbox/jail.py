@@ -19,7 +19,8 @@ from bot.sandbox import seccomp
 from bot.sandbox import syscalls as sc
 from bot.sandbox.protocol import Limits
 
-NEW_ROOT = "/mnt"
+# Where the new root is assembled: an empty host directory that holds no runtime path.
+ROOT_CANDIDATES = ("/mnt", "/srv", "/media", "/opt", "/boot")
 DEVICES = ("null", "zero", "full", "random", "urandom")
 SANDBOX_UID = 65534  # nobody
 WORKDIR = "/code"  # the learner's empty, writable working directory
@@ -56,28 +57,36 @@ def _bind_readonly(source: str, root: str) -> None:
              | sc.MS_NODEV)
 
 
+def _under(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
 def build_root(limits: Limits, gpu: bool) -> None:
-    """Make `/` a read-only runtime with writable, size-capped /work and /tmp."""
+    """Make `/` a read-only runtime with a writable, size-capped work dir (and /tmp)."""
+    runtime = runtime_paths()
+    new_root = next(d for d in ROOT_CANDIDATES
+                    if os.path.isdir(d) and not any(_under(p, d) for p in runtime))
     sc.mount(None, "/", None, sc.MS_REC | sc.MS_PRIVATE)
-    sc.mount("tmpfs", NEW_ROOT, "tmpfs", sc.MS_NOSUID | sc.MS_NODEV, "size=1m,mode=0755")
-    nested = sorted(runtime_paths(), key=len)
-    for path in nested:
-        if not any(path != p and path.startswith(p.rstrip("/") + "/") for p in nested):
-            _bind_readonly(path, NEW_ROOT)
-    os.makedirs(NEW_ROOT + "/dev", exist_ok=True)
+    sc.mount("tmpfs", new_root, "tmpfs", sc.MS_NOSUID | sc.MS_NODEV, "size=1m,mode=0755")
+    for path in sorted(runtime, key=len):
+        if not any(path != p and _under(path, p) for p in runtime):
+            _bind_readonly(path, new_root)
+    os.makedirs(new_root + "/dev", exist_ok=True)
     for name in DEVICES + (_gpu_devices() if gpu else ()):
-        target = f"{NEW_ROOT}/dev/{name}"
+        target = f"{new_root}/dev/{name}"
         open(target, "a").close()
         sc.mount(f"/dev/{name}", target, None, sc.MS_BIND)
-    for writable in (WORKDIR, "/tmp"):
-        os.makedirs(NEW_ROOT + writable)
-        sc.mount("tmpfs", NEW_ROOT + writable, "tmpfs", sc.MS_NOSUID | sc.MS_NODEV,
+    # /tmp too, unless this Python itself lives there (a checkout under /tmp).
+    scratch = [WORKDIR] + ([] if any(_under(p, "/tmp") for p in runtime) else ["/tmp"])
+    for writable in scratch:
+        os.makedirs(new_root + writable)
+        sc.mount("tmpfs", new_root + writable, "tmpfs", sc.MS_NOSUID | sc.MS_NODEV,
                  f"size={limits.tmpfs_mb}m,mode=1777")
-    os.makedirs(NEW_ROOT + "/proc")
+    os.makedirs(new_root + "/proc")
     if gpu:  # CUDA reads /proc; a fresh one shows only this sandbox's processes
-        sc.mount("proc", NEW_ROOT + "/proc", "proc", sc.MS_NOSUID | sc.MS_NODEV | sc.MS_NOEXEC)
-    os.makedirs(NEW_ROOT + "/.old")
-    sc.pivot_root(NEW_ROOT, NEW_ROOT + "/.old")
+        sc.mount("proc", new_root + "/proc", "proc", sc.MS_NOSUID | sc.MS_NODEV | sc.MS_NOEXEC)
+    os.makedirs(new_root + "/.old")
+    sc.pivot_root(new_root, new_root + "/.old")
     os.chdir("/")
     sc.umount("/.old", sc.MNT_DETACH)
     os.rmdir("/.old")
@@ -107,7 +116,7 @@ def lock_down(limits: Limits, keep_fds: tuple[int, ...], data_now: int) -> None:
     """The last steps before learner code: nothing inherited, nothing privileged.
     `data_now` is the data segment already mapped (the forked torch image)."""
     os.environ.clear()
-    os.environ.update({"HOME": WORKDIR, "TMPDIR": "/tmp", "PATH": "/usr/bin:/bin",
+    os.environ.update({"HOME": WORKDIR, "TMPDIR": WORKDIR, "PATH": "/usr/bin:/bin",
                        "OMP_NUM_THREADS": "1"})
     close_fds_except(keep_fds)
     mb = 1 << 20
