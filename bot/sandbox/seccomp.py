@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import errno
+import functools
 import socket
 
 from bot.sandbox.syscalls import ALL_NAMESPACES
@@ -40,7 +41,10 @@ class _ArgCmp(ctypes.Structure):
                 ("datum_a", ctypes.c_uint64), ("datum_b", ctypes.c_uint64)]
 
 
+@functools.cache
 def _library() -> ctypes.CDLL:
+    """Loaded once, in the worker: find_library runs compilers and writes temp files,
+    which a jailed child can do neither of."""
     name = ctypes.util.find_library("seccomp") or "libseccomp.so.2"
     lib = ctypes.CDLL(name, use_errno=True)
     lib.seccomp_init.restype = ctypes.c_void_p

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 os.environ["OMP_NUM_THREADS"] = "1"  # before torch: forked children must not inherit pools
 
-from bot.sandbox import harness, jail  # noqa: E402
+from bot.sandbox import harness, jail, seccomp  # noqa: E402
 from bot.sandbox import syscalls as sc
 from bot.sandbox.cgroups import Cgroups  # noqa: E402
 from bot.sandbox.protocol import (  # noqa: E402
@@ -354,6 +354,8 @@ def main(argv: list[str] | None = None) -> None:
     for checker in ("train_loop",):
         with contextlib.suppress(ImportError):
             __import__(f"content.checkers.{checker}")
+    if not seccomp.available():  # loads libseccomp now, before any child is forked
+        log.error("libseccomp is missing: sandbox children cannot be locked down")
     sc.prctl(sc.PR_SET_CHILD_SUBREAPER, 1)  # orphaned sandbox children come back to us
     server = ForkServer(Limits(**args.limits), args.parallel)
     server.refill()
