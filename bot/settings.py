@@ -22,6 +22,8 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
     # Judge code cards in the sandbox worker (needs Linux namespaces; off: no code cards).
     sandbox: bool = True
+    # Sweep for due daily reminders every minute (one process per database, or PostgreSQL).
+    reminders: bool = True
 
     @property
     def token(self) -> str | None:

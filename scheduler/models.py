@@ -51,6 +51,26 @@ class Learner(SQLModel, table=True):
     next_reminder_at: datetime | None = Field(default=None, sa_column=_utc_column(True, True))
     leaderboard_visible: bool = Field(default=True)
     created_at: datetime = Field(sa_column=_utc_column())
+    # Reminders: sent only with at least `reminder_min_due` cards due, never inside the
+    # local quiet hours [quiet_start, quiet_end), and less often after ignored ones.
+    reminder_min_due: int = Field(default=1)
+    quiet_start: int | None = None
+    quiet_end: int | None = None
+    reminders_ignored: int = Field(default=0)
+    last_reminder_at: datetime | None = Field(default=None, sa_column=_utc_column(True))
+    # A sweep claims a due reminder before sending; a claim older than its lease is void.
+    reminder_claim: str | None = Field(default=None, max_length=32)
+    reminder_claimed_at: datetime | None = Field(default=None, sa_column=_utc_column(True))
+    # DMs closed and no server channel to fall back on: wait until they use the bot again.
+    unreachable: bool = Field(default=False)
+    # Streaks: a study day counts once `daily_minimum` reviews were done in it. Kept up to
+    # date by each review (never recomputed from the log).
+    daily_minimum: int = Field(default=1)
+    day_reviews: int = Field(default=0)
+    day_reviews_day: date | None = None
+    streak: int = Field(default=0)
+    longest_streak: int = Field(default=0)
+    streak_day: date | None = None
 
 
 class CardState(SQLModel, table=True):

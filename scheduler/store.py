@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -24,6 +24,8 @@ from scheduler.models import (
     ReviewLog,
     ServedCard,
 )
+from scheduler.prepared import Prepared
+from scheduler.reminder_store import ReminderQueries
 
 learner_t = Learner.__table__
 state_t = CardState.__table__
@@ -78,36 +80,12 @@ class Recorded:
     interval: int
 
 
-class _Prepared:
-    """A Core statement compiled once for this dialect, run on a DBAPI cursor.
-
-    Values go through the columns' own bind processors, so rows are stored exactly as
-    Core stores them, without Core's per-call cache lookup, execution context and result
-    set-up: together more than half the cost of a review on SQLite (`tutor bench answers`).
-    """
-
-    def __init__(self, statement: sa.Executable, dialect: sa.Dialect, keys: list[str]):
-        compiled = statement.compile(dialect=dialect, column_keys=keys)
-        self.sql = compiled.string
-        names = compiled.positiontup if compiled.positional else list(compiled.binds)
-        self.positional = compiled.positional
-        self.binds = [
-            (name, compiled.binds[name].type.bind_processor(dialect)) for name in names
-        ]
-
-    def __call__(self, cursor, values: dict) -> int:
-        """Execute; return the number of rows written."""
-        bound = [(n, p(values[n]) if p else values[n]) for n, p in self.binds]
-        cursor.execute(self.sql, tuple(v for _, v in bound) if self.positional else dict(bound))
-        return cursor.rowcount
-
-
 def _insert(table: sa.Table, dialect: str):
     module = postgresql if dialect == "postgresql" else sqlite
     return module.insert(table)
 
 
-class Store:
+class Store(ReminderQueries):
     def __init__(self, engine: sa.Engine):
         self.engine = engine
         self._write_lock = threading.Lock()
@@ -116,14 +94,15 @@ class Store:
         dialect = engine.dialect.name
         # Compiled once: the answer hot path only binds values.
         d = engine.dialect
-        self._insert_log = _Prepared(log_t.insert(), d, list(_LOG_COLUMNS))
-        self._insert_state = _Prepared(state_t.insert(), d, list(_STATE_COLUMNS))
-        self._update_schedule = _Prepared(_keyed_update(
+        self._insert_log = Prepared(log_t.insert(), d, list(_LOG_COLUMNS))
+        self._insert_state = Prepared(state_t.insert(), d, list(_STATE_COLUMNS))
+        self._update_schedule = Prepared(_keyed_update(
             **{c: sa.bindparam(c, type_=state_t.c[c].type) for c in _SCHEDULE_COLUMNS},
             review_count=state_t.c.review_count + sa.literal_column("1"),
         ), d, [])
-        self._update_drill = _Prepared(_keyed_update(
+        self._update_drill = Prepared(_keyed_update(
             drill_pending=sa.bindparam("drill_pending", type_=sa.Boolean())), d, [])
+        self._count_review = Prepared(_streak_update(), d, [])
         self._insert_learner = _insert(learner_t, dialect).on_conflict_do_nothing(
             index_elements=["external_id"]
         )
@@ -137,13 +116,9 @@ class Store:
 
     def learner(self, external_id: str, *, display_name: str = "", now: datetime) -> Learner:
         """Get the learner with this external id, creating them on first contact."""
+        fresh = Learner(external_id=external_id, display_name=display_name, created_at=now)
         with self.engine.begin() as conn:
-            conn.execute(
-                self._insert_learner,
-                {"external_id": external_id, "display_name": display_name, "created_at": now,
-                 "timezone": "UTC", "rollover_hour": 4, "new_per_day": 10,
-                 "reminders_enabled": False, "reminder_hour": 18, "leaderboard_visible": True},
-            )
+            conn.execute(self._insert_learner, fresh.model_dump(exclude={"id"}))
             row = conn.execute(
                 sa.select(learner_t).where(learner_t.c.external_id == external_id)
             ).one()
@@ -336,6 +311,9 @@ class Store:
             try:
                 self._insert_log(cursor, _log_values(r))
                 written = self._write_state(cursor, r)
+                if written and r.changes_schedule:
+                    self._count_review(cursor, {"k_learner": r.learner_id, "day": r.study_day,
+                                                "yesterday": r.study_day - timedelta(days=1)})
             except self._integrity_error:
                 # Plain INSERTs (ON CONFLICT cannot be cached by SQLAlchemy): a conflict is a
                 # repeated answer id, or a racing first review of the same card.
@@ -398,6 +376,26 @@ def _schedule_values(r: ReviewRecord) -> dict:
 def _state_values(r: ReviewRecord) -> dict:
     return {**_schedule_values(r), "learner_id": r.learner_id, "card_id": r.card_id,
             "deck_id": r.deck_id, "review_count": 1}
+
+
+def _streak_update() -> sa.Update:
+    """Count a graded review towards the learner's day; the review that reaches the daily
+    minimum extends the streak (or starts a new one). One statement, no read: every SET
+    expression sees the row as it was."""
+    day = sa.bindparam("day", type_=sa.Date())
+    c = learner_t.c
+    count = sa.case((c.day_reviews_day == day, c.day_reviews + 1), else_=1)
+    reaches = count == c.daily_minimum
+    streak = sa.case((reaches, sa.case(
+        (c.streak_day == sa.bindparam("yesterday", type_=sa.Date()), c.streak + 1), else_=1)),
+        else_=c.streak)
+    return learner_t.update().where(c.id == sa.bindparam("k_learner")).values(
+        day_reviews=count, day_reviews_day=day, streak=streak,
+        streak_day=sa.case((reaches, day), else_=c.streak_day),
+        longest_streak=sa.case((streak > c.longest_streak, streak), else_=c.longest_streak),
+        # They are back: reminders were not ignored, and their DMs may be open again.
+        reminders_ignored=sa.literal_column("0"), unreachable=sa.false(),
+    )
 
 
 def _keyed_update(**values) -> sa.Update:

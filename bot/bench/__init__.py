@@ -6,6 +6,8 @@ runs each one small to keep them working. Tests never assert timings.
 
 from bot.bench.answers import bench_answers
 from bot.bench.checker import bench_checker
+from bot.bench.reminders import bench_reminders
 from bot.bench.sandbox import bench_sandbox
 
-BENCHMARKS = {"answers": bench_answers, "checker": bench_checker, "sandbox": bench_sandbox}
+BENCHMARKS = {"answers": bench_answers, "checker": bench_checker,
+              "reminders": bench_reminders, "sandbox": bench_sandbox}

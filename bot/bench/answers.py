@@ -1,8 +1,8 @@
 """Graded answers per second through the engine on SQLite, next to raw sqlite3.
 
-Both sides write the same rows (one review log + one card state per answer, one durable
-transaction each, WAL, synchronous=NORMAL) into the same migrated schema, in alternating
-rounds of the same run, so the ratio is fair to the machine's mood.
+Both sides write the same rows (a review log, a card state and the learner's day count
+per answer; one durable transaction each, WAL, synchronous=NORMAL) into the same migrated
+schema, in alternating rounds of the same run, so the ratio is fair to the machine's mood.
 """
 
 from __future__ import annotations
@@ -66,6 +66,20 @@ _RAW_STATE = (
 )
 
 
+_RAW_COUNT = (
+    "UPDATE learner SET"
+    " day_reviews = CASE WHEN day_reviews_day = :day THEN day_reviews + 1 ELSE 1 END,"
+    " day_reviews_day = :day,"
+    " streak = CASE WHEN (CASE WHEN day_reviews_day = :day THEN day_reviews + 1 ELSE 1 END)"
+    " = daily_minimum THEN (CASE WHEN streak_day = :yesterday THEN streak + 1 ELSE 1 END)"
+    " ELSE streak END,"
+    " streak_day = CASE WHEN (CASE WHEN day_reviews_day = :day THEN day_reviews + 1 ELSE 1"
+    " END) = daily_minimum THEN :day ELSE streak_day END,"
+    " longest_streak = MAX(longest_streak, streak + 1), reminders_ignored = 0,"
+    " unreachable = 0 WHERE id = :learner"
+)
+
+
 def _raw_round(conn: sqlite3.Connection, learner_id: int, cards: list[str], n: int,
                offset: int) -> list[float]:
     timings = []
@@ -79,6 +93,8 @@ def _raw_round(conn: sqlite3.Connection, learner_id: int, cards: list[str], n: i
                                     json.dumps(["choice"]), "2026-12-03"))
             conn.execute(_RAW_STATE, (learner_id, card, "deck", "2026-12-03", "2026-12-02",
                                       "2026-12-02 12:00:00"))
+            conn.execute(_RAW_COUNT, {"day": "2026-12-02", "yesterday": "2026-12-01",
+                                      "learner": learner_id})
         timings.append(time.perf_counter() - start)
     return timings
 
@@ -105,8 +121,10 @@ def bench_answers(args) -> dict:
         with raw:
             raw.execute("INSERT INTO learner (external_id, display_name, timezone,"
                         " rollover_hour, new_per_day, reminders_enabled, reminder_hour,"
-                        " leaderboard_visible, created_at)"
-                        " VALUES ('raw', '', 'UTC', 4, 10, 0, 18, 1, '2026-12-02 12:00:00')")
+                        " leaderboard_visible, created_at, reminder_min_due,"
+                        " reminders_ignored, unreachable, daily_minimum, day_reviews, streak,"
+                        " longest_streak) VALUES ('raw', '', 'UTC', 4, 10, 0, 18, 1,"
+                        " '2026-12-02 12:00:00', 1, 0, 0, 1, 0, 0, 0)")
         card_ids = [card.id for card in tutor.servable()]
 
         engine_rates, raw_rates, engine_all, raw_all = [], [], [], []

@@ -13,6 +13,7 @@ from discord import app_commands
 from bot.discord_ui.commands import build_commands
 from bot.discord_ui.components import DYNAMIC_ITEMS, MODAL_TEMPLATE, dispatch
 from bot.discord_ui.flow import CardFlow
+from bot.discord_ui.reminders import ReminderButton, ReminderService
 from bot.discord_ui.replies import apologise
 from bot.sandbox.judge import BackgroundSandbox
 from bot.settings import DISCORD_API, DISCORD_GATEWAY
@@ -37,18 +38,22 @@ def use_endpoints(api_base_url: str, gateway_url: str) -> None:
 
 
 class TutorBot(discord.Client):
-    def __init__(self, tutor: Tutor, *, dev_guild_id: int | None = None, **options):
+    def __init__(self, tutor: Tutor, *, dev_guild_id: int | None = None,
+                 reminders: bool = False, **options):
         options.setdefault("max_ratelimit_timeout", 30.0)  # longer waits fail with a message
         super().__init__(intents=intents(), **options)
         self.flow = CardFlow(tutor)
         self.dev_guild_id = dev_guild_id
+        self.reminders = ReminderService(self, tutor.store, tutor.clock) if reminders else None
         self.tree = app_commands.CommandTree(self)
         for command in build_commands(self.flow):
             self.tree.add_command(command)
         self.tree.on_error = self._on_command_error
 
     async def setup_hook(self) -> None:
-        self.add_dynamic_items(*DYNAMIC_ITEMS)
+        self.add_dynamic_items(*DYNAMIC_ITEMS, ReminderButton)
+        if self.reminders:
+            self.reminders.start()
         if self.dev_guild_id:
             guild = discord.Object(id=self.dev_guild_id)
             self.tree.copy_global_to(guild=guild)
@@ -59,6 +64,11 @@ class TutorBot(discord.Client):
             synced = await self.tree.sync()
             log.info("synced %d global commands: %s", len(synced),
                      ", ".join(c.name for c in synced))
+
+    async def close(self) -> None:
+        if self.reminders:
+            self.reminders.stop()
+        await super().close()
 
     async def on_ready(self) -> None:
         log.info("ready as %s (id %s) in %d server(s)", self.user, self.user.id,
@@ -117,7 +127,8 @@ def run(settings) -> int:
     upgrade(engine)
     tutor = Tutor(Store(engine), DeckLibrary.load(), clock=lambda: datetime.now(UTC))
     sandbox = start_sandbox(tutor) if settings.sandbox else None
-    bot = TutorBot(tutor, dev_guild_id=settings.discord_dev_guild_id)
+    bot = TutorBot(tutor, dev_guild_id=settings.discord_dev_guild_id,
+                   reminders=settings.reminders)
     try:
         bot.run(settings.token, log_handler=None)  # logging is configured by the CLI
     except discord.LoginFailure:

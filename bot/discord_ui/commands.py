@@ -12,6 +12,7 @@ from bot.discord_ui import render
 from bot.discord_ui.components import ForgetButton
 from bot.discord_ui.flow import CardFlow
 from bot.discord_ui.replies import dm, reply
+from scheduler import reminders as schedule
 from scheduler.studyday import resolve_zone
 
 PRIVATE_ONLY = ("This server keeps cards private. An admin can allow public play with "
@@ -75,9 +76,13 @@ def build_commands(flow: CardFlow) -> list[app_commands.Command | app_commands.G
         learner = flow.learner(interaction.user)
         reviewed, first_try = store.learner_totals(learner.id)
         seen = len(store.states(learner.id))
+        progress = tutor.progress(learner)
         embed = render.progress_embed(
-            interaction.user.display_name, tutor.progress(learner), reviewed,
+            interaction.user.display_name, progress, reviewed,
             first_try / reviewed if reviewed else None, len(tutor.servable()), seen)
+        streak = schedule.current_streak(learner, progress.today)
+        embed.add_field(name="Streak", value=f"{streak} day(s)"
+                        f" (longest {learner.longest_streak})")
         await interaction.response.send_message(embed=embed, ephemeral=True)
 
     @_learner_command(name="settings", description="Your timezone, reminders and visibility.")
@@ -87,6 +92,10 @@ def build_commands(flow: CardFlow) -> list[app_commands.Command | app_commands.G
         reminders="Send me a daily DM when cards are due",
         leaderboard="Show me on server leaderboards",
         new_per_day="New cards per day (1-50)",
+        quiet_start="Local hour your quiet hours start (no reminders until they end)",
+        quiet_end="Local hour your quiet hours end",
+        remind_when_due="Only remind me when at least this many cards are due",
+        daily_minimum="Reviews a day that keep your streak going",
     )
     async def settings(
         interaction: discord.Interaction,
@@ -95,12 +104,18 @@ def build_commands(flow: CardFlow) -> list[app_commands.Command | app_commands.G
         reminders: bool | None = None,
         leaderboard: bool | None = None,
         new_per_day: app_commands.Range[int, 1, 50] | None = None,
+        quiet_start: app_commands.Range[int, 0, 23] | None = None,
+        quiet_end: app_commands.Range[int, 0, 23] | None = None,
+        remind_when_due: app_commands.Range[int, 1, 100] | None = None,
+        daily_minimum: app_commands.Range[int, 1, 100] | None = None,
     ) -> None:
         learner = flow.learner(interaction.user)
         changes = {k: v for k, v in {
             "timezone": timezone, "reminder_hour": reminder_hour,
             "reminders_enabled": reminders, "leaderboard_visible": leaderboard,
-            "new_per_day": new_per_day}.items() if v is not None}
+            "new_per_day": new_per_day, "quiet_start": quiet_start, "quiet_end": quiet_end,
+            "reminder_min_due": remind_when_due, "daily_minimum": daily_minimum,
+        }.items() if v is not None}
         if timezone is not None:
             try:
                 changes["timezone"] = resolve_zone(timezone).key
@@ -108,14 +123,22 @@ def build_commands(flow: CardFlow) -> list[app_commands.Command | app_commands.G
                 await reply(interaction, f"'{timezone}' is not a timezone I know. Pick one "
                                          "from the list, e.g. Europe/Berlin.")
                 return
+        if reminders:  # a fresh start: daily again, and DMs are worth trying again
+            changes.update(reminders_ignored=0, unreachable=False)
         if changes:
             store.update_learner(learner.id, **changes)
             learner = store.get_learner(learner.id)
+            store.update_learner(learner.id, next_reminder_at=schedule.next_reminder(
+                learner, tutor.clock()) if learner.reminders_enabled else None)
         lines = [
             f"Timezone: **{learner.timezone}** (your day starts at "
             f"{learner.rollover_hour:02d}:00)",
             f"Reminders: **{'on' if learner.reminders_enabled else 'off'}**, at "
-            f"{learner.reminder_hour:02d}:00",
+            f"{schedule.reminder_hour(learner):02d}:00 when at least {learner.reminder_min_due} "
+            "card(s) are due" + (f" (quiet {learner.quiet_start:02d}:00-"
+                                 f"{learner.quiet_end:02d}:00)" if learner.quiet_start
+                                 is not None and learner.quiet_end is not None else ""),
+            f"Streak: a day counts after {learner.daily_minimum} review(s)",
             f"Leaderboards: **{'shown' if learner.leaderboard_visible else 'hidden'}**",
             f"New cards per day: **{learner.new_per_day}**",
         ]
@@ -152,5 +175,16 @@ def build_commands(flow: CardFlow) -> list[app_commands.Command | app_commands.G
         store.update_guild_settings(interaction.guild_id, public_play=enabled)
         await reply(interaction, "Public play is now " + ("**allowed**." if enabled else
                                                           "**off**: cards stay private."))
+
+    @server.command(name="reminder-channel",
+                    description="Where reminders go for learners whose DMs are closed.")
+    @app_commands.describe(channel="Leave empty to stop posting reminders in this server")
+    async def reminder_channel(interaction: discord.Interaction,
+                               channel: discord.TextChannel | None = None) -> None:
+        store.update_guild_settings(interaction.guild_id,
+                                    reminder_channel_id=channel.id if channel else None)
+        await reply(interaction, f"Reminders for learners with closed DMs go to "
+                                 f"{channel.mention}." if channel else
+                    "Reminders are no longer posted in this server.")
 
     return [review, learn, practice, stats, settings, forget_me, server]

@@ -11,6 +11,7 @@ import asyncio
 import logging
 import re
 from dataclasses import dataclass
+from datetime import timedelta
 
 import discord
 
@@ -29,6 +30,7 @@ from content.schema import CodeCard
 from scheduler.models import Learner
 
 log = logging.getLogger(__name__)
+SNOOZE = timedelta(hours=1)
 FENCED = re.compile(r"```(?:py|python|python3)?[ \t]*\n(?P<code>.*?)```", re.S | re.I)
 NOTHING = {
     "review": "Nothing is due right now. Try **/learn** for new cards or **/practice**.",
@@ -242,6 +244,23 @@ class CardFlow:
             embed=render.feedback_embed(card, verdict, self.tutor.today(learner)),
             view=render.next_view("auto", None), mention_author=False)
         return True
+
+    # -- reminder buttons ----------------------------------------------------------------
+
+    async def on_reminder(self, interaction, action: str) -> None:
+        learner = self.learner(interaction.user)
+        if action == "review":
+            await self.serve(interaction, "review", ephemeral=False)
+            return
+        if action == "snooze":
+            until = self.tutor.clock() + SNOOZE
+            self.store.update_learner(learner.id, next_reminder_at=until)
+            await reply(interaction, f"Snoozed: I'll remind you again <t:{int(until.timestamp())}"
+                                     ":t>.", ephemeral=False)
+            return
+        self.store.update_learner(learner.id, reminders_enabled=False, next_reminder_at=None)
+        await reply(interaction, "Reminders paused. Turn them back on any time with "
+                                 "**/settings reminders:True**.", ephemeral=False)
 
     # -- forgetting ----------------------------------------------------------------------
 

@@ -53,3 +53,13 @@ def test_bench_checker_times_checks_through_the_sandbox():
     report = json.loads(result.stdout)
     assert report["checks"] == 6 and report["median_ms"] > 0
     assert report["card"] == "gradient-accumulation/train-loop"
+
+
+def test_bench_reminders_claims_among_many_and_sends_within_the_limit():
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "bench", "reminders", "--json", "-n", "2"],
+        capture_output=True, text=True, cwd=REPO, timeout=180,
+    )
+    report = json.loads(result.stdout)
+    assert report["learners"] == 100_000 and report["due_now"] == report["sent"] == 1000
+    assert report["sends_per_s"] <= report["send_limit_per_s"] * 1.05

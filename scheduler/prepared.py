@@ -1,0 +1,33 @@
+"""Core statements compiled once and run on a DBAPI cursor: the answer hot path."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+
+class Prepared:
+    """A Core statement compiled once for this dialect, run on a DBAPI cursor.
+
+    Values go through the columns' own bind processors, so rows are stored exactly as
+    Core stores them, without Core's per-call cache lookup, execution context and result
+    set-up: together more than half the cost of a review on SQLite (`tutor bench answers`).
+    """
+
+    def __init__(self, statement: sa.Executable, dialect: sa.Dialect, keys: list[str]):
+        compiled = statement.compile(dialect=dialect, column_keys=keys)
+        self.sql = compiled.string
+        names = compiled.positiontup if compiled.positional else list(compiled.binds)
+        self.positional = compiled.positional
+        self.binds = [
+            (name, compiled.binds[name].type.bind_processor(dialect)) for name in names
+        ]
+        # Literals in the statement (`day_reviews + 1`) are binds with a value of their own.
+        self.literals = {name: bind.value for name, bind in compiled.binds.items()
+                         if not bind.required}
+
+    def __call__(self, cursor, values: dict) -> int:
+        """Execute; return the number of rows written."""
+        values = {**self.literals, **values} if self.literals else values
+        bound = [(n, p(values[n]) if p else values[n]) for n, p in self.binds]
+        cursor.execute(self.sql, tuple(v for _, v in bound) if self.positional else dict(bound))
+        return cursor.rowcount

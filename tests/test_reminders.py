@@ -1,0 +1,336 @@
+"""Reminder times and the sweep, with an injected clock and a fake Discord."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from scheduler.models import Learner
+from scheduler.reminders import (
+    LEASE,
+    DMClosed,
+    RateLimiter,
+    Reminder,
+    ReminderSweep,
+    every_days,
+    next_reminder,
+    reminder_hour,
+)
+from tests.test_store import record
+
+UTC0 = datetime(2026, 3, 1, tzinfo=UTC)
+
+
+def learner(**values) -> Learner:
+    base = dict(external_id="discord:1", created_at=UTC0, timezone="UTC", reminder_hour=18)
+    return Learner(**{**base, **values})
+
+
+def local(dt: datetime, zone: str) -> datetime:
+    return dt.astimezone(ZoneInfo(zone))
+
+
+# -- when ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("zone", ["America/New_York", "Europe/Berlin"])
+def test_one_reminder_per_local_day_across_both_dst_changes(zone):
+    person = learner(timezone=zone, reminder_hour=2)  # 02:00 falls in the spring gap
+    slot, days = datetime(2026, 3, 1, tzinfo=UTC), []
+    for _ in range(280):  # March to December: both transitions
+        slot = next_reminder(person, slot)
+        days.append(local(slot, zone).date())
+    assert days == [days[0] + timedelta(days=i) for i in range(280)]  # no skip, no double
+    spring = {"America/New_York": date(2026, 3, 8), "Europe/Berlin": date(2026, 3, 29)}[zone]
+    on_spring = next_reminder(person, datetime.combine(spring, datetime.min.time(), UTC)
+                              - timedelta(hours=12))
+    assert local(on_spring, zone).hour == 3  # 02:00 does not exist: the moment clocks jump
+
+
+def test_fall_back_day_reminds_at_the_first_of_the_two_hours():
+    person = learner(timezone="America/New_York", reminder_hour=1)
+    before = datetime(2026, 11, 1, 0, 0, tzinfo=UTC)  # Oct 31, 20:00 in New York
+    first = next_reminder(person, before)
+    second = next_reminder(person, first)
+    assert local(first, "America/New_York").fold == 0 and first.hour == 5  # 01:00 EDT
+    assert local(second, "America/New_York").date() == date(2026, 11, 2)
+
+
+def test_a_learner_crossing_the_date_line_is_neither_skipped_nor_doubled():
+    auckland = learner(timezone="Pacific/Auckland", reminder_hour=9)
+    sent = next_reminder(auckland, datetime(2026, 6, 1, tzinfo=UTC))  # Jun 1, 09:00 NZST
+    moved = auckland.model_copy(update={"timezone": "Pacific/Honolulu"})
+    following = next_reminder(moved, sent)
+    assert following - sent >= timedelta(hours=12)  # not again the same morning
+    assert local(following, "Pacific/Honolulu").hour == 9
+    assert following - sent <= timedelta(hours=48)  # and not a day lost either
+
+
+def test_quiet_hours_move_the_reminder_to_their_end():
+    assert reminder_hour(learner(reminder_hour=23, quiet_start=22, quiet_end=7)) == 7
+    assert reminder_hour(learner(reminder_hour=3, quiet_start=22, quiet_end=7)) == 7
+    assert reminder_hour(learner(reminder_hour=12, quiet_start=22, quiet_end=7)) == 12
+    assert reminder_hour(learner(reminder_hour=13, quiet_start=12, quiet_end=14)) == 14
+
+
+def test_ignored_reminders_come_less_often():
+    assert [every_days(n) for n in range(7)] == [1, 1, 1, 2, 4, 7, 7]
+    slot = next_reminder(learner(reminders_ignored=4), UTC0)
+    assert slot - UTC0 == timedelta(days=3, hours=18)
+
+
+# -- the sweep -------------------------------------------------------------------------------
+
+class FakeDiscord:
+    """DMs with nonce deduplication, closed DMs on demand, and a per-second limit it
+    checks against the (virtual) time of each send."""
+
+    def __init__(self, clock=None, per_second: float | None = None):
+        self.dms: list[Reminder] = []
+        self.channel_posts: list[tuple[int, Reminder]] = []
+        self.nonces: set[str] = set()
+        self.closed: set[str] = set()
+        self.broken: set[str] = set()
+        self.clock, self.per_second, self.times = clock, per_second, []
+
+    async def send_dm(self, reminder: Reminder) -> None:
+        if reminder.external_id in self.broken:
+            raise RuntimeError("Discord 500")
+        if reminder.external_id in self.closed:
+            raise DMClosed()
+        if self.clock:
+            self.times.append(self.clock())
+        if reminder.nonce not in self.nonces:
+            self.nonces.add(reminder.nonce)
+            self.dms.append(reminder)
+
+    async def send_channel(self, channel_id: int, reminder: Reminder) -> None:
+        self.channel_posts.append((channel_id, reminder))
+
+
+class Virtual:
+    """Monotonic time that moves only when the rate limiter sleeps."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def opt_in(store, external_id: str, now: datetime, *, due_cards: int = 1, **settings):
+    person = store.learner(external_id, display_name=external_id, now=now)
+    values = {"reminders_enabled": True, "reminder_hour": 18, **settings}
+    store.update_learner(person.id, **values)
+    person = store.get_learner(person.id)
+    store.update_learner(person.id, next_reminder_at=next_reminder(person, now))
+    for i in range(due_cards):
+        store.record(record(person.id, f"{external_id}-{i}", card_id=f"d/c{i}",
+                            due_day=date(2026, 1, 1)))
+    return store.get_learner(person.id)
+
+
+def sweep(store, sender, clock, per_second=1000.0):
+    virtual = Virtual()
+    limiter = RateLimiter(per_second, clock=virtual, sleep=virtual.sleep)
+    return ReminderSweep(store, sender, clock=clock, limiter=limiter)
+
+
+async def test_a_due_reminder_is_sent_once_then_again_the_next_day(store, clock):
+    clock.now = datetime(2026, 3, 2, 12, tzinfo=UTC)
+    person = opt_in(store, "discord:7", clock.now, due_cards=3)
+    discord = FakeDiscord()
+    assert (await sweep(store, discord, clock).run()).sent == 0  # not 18:00 yet
+    clock.now = person.next_reminder_at + timedelta(seconds=30)
+    report = await sweep(store, discord, clock).run()
+    assert report.sent == 1 and discord.dms[0].due == 3
+    assert "3 cards are due" in discord.dms[0].text()
+    assert (await sweep(store, discord, clock).run()).sent == 0  # a minute later: nothing
+    clock.now += timedelta(days=1)
+    assert (await sweep(store, discord, clock).run()).sent == 1
+    assert len(discord.dms) == 2 and discord.dms[0].nonce != discord.dms[1].nonce
+
+
+async def test_nothing_due_sends_nothing(store, clock):
+    clock.now = datetime(2026, 3, 2, 12, tzinfo=UTC)
+    person = opt_in(store, "discord:8", clock.now, due_cards=0)
+    clock.now = person.next_reminder_at
+    report = await sweep(store, FakeDiscord(), clock).run()
+    assert (report.sent, report.nothing_due) == (0, 1)
+    assert store.get_learner(person.id).next_reminder_at > clock.now
+
+
+@pytest.mark.parametrize("down, sent", [(timedelta(minutes=50), 1),
+                                        (timedelta(hours=25), 1),
+                                        (timedelta(hours=3), 0)])
+async def test_after_an_outage_a_late_reminder_is_sent_once_or_waits(store, clock, down, sent):
+    clock.now = datetime(2026, 3, 2, 12, tzinfo=UTC)
+    person = opt_in(store, "discord:9", clock.now)
+    clock.now = person.next_reminder_at + down
+    discord = FakeDiscord()
+    report = await sweep(store, discord, clock).run()
+    assert report.sent == sent and len(discord.dms) == sent
+    again = await sweep(store, discord, clock).run()
+    assert again.sent == 0
+    following = store.get_learner(person.id).next_reminder_at
+    assert clock.now < following <= clock.now + timedelta(days=1)
+
+
+async def test_a_crash_between_send_and_commit_resends_the_same_nonce(store, clock):
+    clock.now = datetime(2026, 3, 2, 18, 0, 30, tzinfo=UTC)
+    person = opt_in(store, "discord:10", clock.now - timedelta(hours=1))
+    discord = FakeDiscord()
+
+    class Crash(BaseException):
+        pass
+
+    def crash(*args, **kwargs):
+        raise Crash  # the process dies after the DM left, before the advance
+
+    original = store.advance_reminder
+    store.advance_reminder = crash
+    with pytest.raises(Crash):
+        await sweep(store, discord, clock).run()
+    store.advance_reminder = original
+    assert len(discord.dms) == 1
+    assert (await sweep(store, discord, clock).run()).sent == 0  # claimed, lease running
+    clock.now += LEASE + timedelta(seconds=1)
+    report = await sweep(store, discord, clock).run()
+    assert report.sent == 1 and len(discord.dms) == 1  # resent, dropped by its nonce
+    assert store.get_learner(person.id).next_reminder_at > clock.now
+
+
+async def test_ten_thousand_due_in_one_minute_all_go_in_order_within_the_limit(store, clock):
+    clock.now = datetime(2026, 3, 2, 12, tzinfo=UTC)
+    slot = datetime(2026, 3, 2, 18, tzinfo=UTC)
+    with store.engine.begin() as conn:
+        conn.exec_driver_sql("WITH RECURSIVE n(value) AS (SELECT 1 UNION ALL SELECT value + 1"
+                             " FROM n WHERE value < 10000) INSERT INTO learner (external_id,"
+                             " display_name, timezone, rollover_hour, new_per_day,"
+                             " reminders_enabled, reminder_hour, leaderboard_visible,"
+                             " created_at, next_reminder_at) SELECT 'discord:' || value, '',"
+                             " 'UTC', 4, 10, 1, 18, 1, '2026-01-01 00:00:00', ? FROM n",
+                             (slot.replace(tzinfo=None),))
+        conn.exec_driver_sql("INSERT INTO card_state (learner_id, card_id, deck_id, card_rev,"
+                             " ef100, repetitions, interval, due_day, lapses, review_count,"
+                             " drill_pending) SELECT id, 'd/c', 'd', 1, 250, 1, 1,"
+                             " '2026-03-01', 0, 1, 0 FROM learner")
+    virtual = Virtual()
+    discord = FakeDiscord(clock=virtual)
+    clock.now = slot + timedelta(seconds=20)
+    limiter = RateLimiter(50.0, clock=virtual, sleep=virtual.sleep)
+    report = await ReminderSweep(store, discord, clock=clock, limiter=limiter).run()
+    assert report.sent == 10_000 and len(discord.dms) == 10_000
+    assert [r.learner_id for r in discord.dms] == sorted(r.learner_id for r in discord.dms)
+    for i in range(len(discord.times) - 50):  # never 51 sends inside one second
+        assert discord.times[i + 50] - discord.times[i] >= 1.0 - 1e-9
+
+
+async def test_closed_dms_fall_back_to_the_server_channel_or_mark_unreachable(store, clock):
+    clock.now = datetime(2026, 3, 2, 12, tzinfo=UTC)
+    with_channel = opt_in(store, "discord:11", clock.now)
+    without = opt_in(store, "discord:12", clock.now)
+    store.touch_guild(500, with_channel.id, clock.now)
+    store.update_guild_settings(500, reminder_channel_id=777)
+    discord = FakeDiscord()
+    discord.closed = {"discord:11", "discord:12"}
+    clock.now = with_channel.next_reminder_at + timedelta(minutes=1)
+    report = await sweep(store, discord, clock).run()
+    assert (report.via_channel, report.unreachable) == (1, 1)
+    assert discord.channel_posts[0][0] == 777
+    assert store.get_learner(without.id).unreachable
+    clock.now += timedelta(days=1)
+    later = await sweep(store, discord, clock).run()
+    assert later.claimed == 1  # the unreachable learner is left alone...
+    store.record(record(without.id, "back", card_id="d/back"))  # ...until they review again
+    assert not store.get_learner(without.id).unreachable
+
+
+async def test_one_failing_learner_does_not_block_the_others(store, clock):
+    clock.now = datetime(2026, 3, 2, 12, tzinfo=UTC)
+    people = [opt_in(store, f"discord:{20 + i}", clock.now) for i in range(3)]
+    discord = FakeDiscord()
+    discord.broken = {"discord:21"}
+    clock.now = people[0].next_reminder_at
+    report = await sweep(store, discord, clock).run()
+    assert (report.sent, report.failed) == (2, 1)
+    discord.broken = set()
+    clock.now += LEASE + timedelta(seconds=1)
+    assert (await sweep(store, discord, clock).run()).sent == 1  # retried, not lost
+
+
+async def test_backing_off_says_how_to_get_daily_reminders_back(store, clock):
+    clock.now = datetime(2026, 3, 2, 12, tzinfo=UTC)
+    person = opt_in(store, "discord:30", clock.now)
+    discord = FakeDiscord()
+    for _ in range(3):
+        clock.now = store.get_learner(person.id).next_reminder_at
+        await sweep(store, discord, clock).run()
+    assert "less often" in discord.dms[-1].text()
+    assert store.get_learner(person.id).next_reminder_at - clock.now == timedelta(days=2)
+    store.record(record(person.id, "reviewed", card_id="d/x"))
+    assert store.get_learner(person.id).reminders_ignored == 0
+
+
+SWEEP_PROCESS = """
+import asyncio, json, os, signal, sys
+from datetime import datetime
+from pathlib import Path
+from scheduler.db import make_engine
+from scheduler.reminders import ReminderSweep
+from scheduler.store import Store
+
+url, now, outbox, crash = sys.argv[1], datetime.fromisoformat(sys.argv[2]), Path(sys.argv[3]), \\
+    sys.argv[4] == "crash"
+
+
+class FileDiscord:
+    # Discord as seen across processes: delivered messages, deduplicated by nonce.
+    async def send_dm(self, reminder):
+        sent = json.loads(outbox.read_text()) if outbox.exists() else []
+        if reminder.nonce not in {m["nonce"] for m in sent}:
+            sent.append({"nonce": reminder.nonce, "to": reminder.external_id})
+            outbox.write_text(json.dumps(sent))
+        if crash:
+            os.kill(os.getpid(), signal.SIGKILL)  # sent, not yet committed
+
+    async def send_channel(self, channel_id, reminder):
+        raise AssertionError("no channel fallback here")
+
+
+report = asyncio.run(ReminderSweep(Store(make_engine(url)), FileDiscord(),
+                                   clock=lambda: now).run())
+print(report.sent)
+"""
+
+
+def test_kill_9_between_send_and_commit_neither_duplicates_nor_loses(tmp_path, store, clock,
+                                                                    db_url):
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    clock.now = datetime(2026, 3, 2, 12, tzinfo=UTC)
+    person = opt_in(store, "discord:99", clock.now)
+    outbox = tmp_path / "discord.json"
+
+    def sweep_process(now: datetime, mode: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", SWEEP_PROCESS, db_url, now.isoformat(),
+                               str(outbox), mode], cwd=REPO, capture_output=True, text=True,
+                              timeout=60)
+
+    due = person.next_reminder_at + timedelta(seconds=10)
+    crashed = sweep_process(due, "crash")
+    assert crashed.returncode == -9
+    assert len(json.loads(outbox.read_text())) == 1
+    assert store.get_learner(person.id).next_reminder_at == person.next_reminder_at  # no commit
+    restarted = sweep_process(due + LEASE + timedelta(seconds=30), "normal")
+    assert restarted.returncode == 0 and restarted.stdout.strip() == "1"
+    assert len(json.loads(outbox.read_text())) == 1  # the resend carried the same nonce
+    assert store.get_learner(person.id).next_reminder_at > due + LEASE
