@@ -19,7 +19,10 @@ class Prepared:
         names = compiled.positiontup if compiled.positional else list(compiled.binds)
         self.positional = compiled.positional
         self.binds = [
-            (name, compiled.binds[name].type.bind_processor(dialect)) for name in names
+            # dialect_impl: the dialect's own processors (SQLite's datetime format), exactly
+            # what Core would apply.
+            (name, compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect))
+            for name in names
         ]
         # Literals in the statement (`day_reviews + 1`) are binds with a value of their own.
         self.literals = {name: bind.value for name, bind in compiled.binds.items()

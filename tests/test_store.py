@@ -23,7 +23,7 @@ from scheduler.db import (
     sqlite_url,
     upgrade,
 )
-from scheduler.store import ReviewRecord, StaleReview, Store
+from scheduler.store import ReviewRecord, StaleReview, Store, log_t
 from tests.conftest import REPO
 
 NOW = datetime(2026, 12, 2, 12, tzinfo=UTC)
@@ -155,3 +155,15 @@ def test_kill_9_of_a_writer_loses_no_acknowledged_review(tmp_path):
     store = Store(engine)
     learner = store.learner("local:crash", now=NOW)
     assert not store.record(record(learner.id, "after-restart", card_id="d/new")).duplicate
+
+
+def test_the_hot_path_stores_values_exactly_as_core_does(store):
+    """Rows written by the prepared statements compare correctly with Core's binds."""
+    learner = store.learner("local:ann", now=NOW)
+    moment = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
+    store.record(record(learner.id, "fast", reviewed_at=moment))
+    with store.engine.connect() as conn:
+        stored = conn.exec_driver_sql("SELECT reviewed_at FROM review_log").scalar()
+        found = conn.execute(sa.select(sa.func.count()).select_from(log_t)
+                             .where(log_t.c.reviewed_at >= moment)).scalar()
+    assert stored == "2026-12-02 12:00:00.000000" and found == 1
