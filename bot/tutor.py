@@ -184,10 +184,13 @@ class Tutor:
         mode: Mode = "auto",
         topic: str | None = None,
         guild_id: int | None = None,
+        only: str | None = None,
     ) -> Served | None:
         """Due reviews (most overdue first), then new cards within the daily limit, then
-        rule-7 drills of cards that scored below 4 today. `practice` serves any card."""
-        cards = {card.id: card for card in self.servable(deck_id, topic)}
+        rule-7 drills of cards that scored below 4 today. `practice` serves any card;
+        `only` limits the choice to one card."""
+        cards = {card.id: card for card in self.servable(deck_id, topic)
+                 if only is None or card.id == only}
         today = self.today(learner)
         states = {s.card_id: s for s in self.store.states(learner.id) if s.card_id in cards}
         due = sorted(

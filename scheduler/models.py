@@ -97,7 +97,9 @@ class CardState(SQLModel, table=True):
 class ReviewLog(SQLModel, table=True):
     __tablename__ = "review_log"
     __table_args__ = (
-        sa.Index("ix_review_log_guild_time", "guild_id", "reviewed_at"),
+        # Covers a server's leaderboard: the rows of a week, without table lookups.
+        sa.Index("ix_review_log_guild_board", "guild_id", "reviewed_at", "learner_id", "kind",
+                 "correct", "attempts", "hint_used"),
         sa.Index("ix_review_log_learner_time", "learner_id", "reviewed_at"),
     )
 
@@ -160,5 +162,10 @@ class GuildSettings(SQLModel, table=True):
 
     guild_id: int = Field(sa_type=sa.BigInteger, primary_key=True)
     public_play: bool = Field(default=False)
+    # The leaderboard's week starts at local midnight of `week_start` (0 = Monday).
     timezone: str = Field(default="UTC", max_length=64)
+    week_start: int = Field(default=0)
     reminder_channel_id: int | None = Field(default=None, sa_type=sa.BigInteger)
+    # A new season restarts the all-time board; the history itself is never deleted.
+    season: int = Field(default=1)
+    season_started_at: datetime | None = Field(default=None, sa_column=_utc_column(True))

@@ -279,6 +279,31 @@ class Store(ReminderQueries):
             total, right = conn.execute(query).one()
         return int(total), int(right)
 
+    def reviews_per_day(self, learner_id: int, since: datetime) -> dict[date, int]:
+        """Graded reviews per study day (drills and cram excluded)."""
+        query = (
+            sa.select(log_t.c.study_day, sa.func.count())
+            .where(log_t.c.learner_id == learner_id, log_t.c.reviewed_at >= since,
+                   log_t.c.kind.in_(("new", "review")))
+            .group_by(log_t.c.study_day)
+        )
+        with self.engine.connect() as conn:
+            return dict(conn.execute(query).all())
+
+    def retention_by_week(self, learner_id: int, since: datetime) -> list[tuple[date, float, int]]:
+        """(week start, share right on the first try, reviews) for due reviews, by week."""
+        counts: dict[date, list[int]] = {}
+        query = sa.select(log_t.c.study_day, log_t.c.correct, log_t.c.attempts,
+                          log_t.c.hint_used).where(
+            log_t.c.learner_id == learner_id, log_t.c.reviewed_at >= since,
+            log_t.c.kind == "review")
+        with self.engine.connect() as conn:
+            for day, correct, attempts, hint in conn.execute(query):
+                week = counts.setdefault(day - timedelta(days=day.weekday()), [0, 0])
+                week[0] += bool(correct and attempts == 1 and not hint)
+                week[1] += 1
+        return [(week, right / total, total) for week, (right, total) in sorted(counts.items())]
+
     def review(self, answer_id: str) -> ReviewLog | None:
         with self.engine.connect() as conn:
             row = conn.execute(sa.select(log_t).where(log_t.c.answer_id == answer_id)).first()

@@ -65,7 +65,7 @@ async def test_tutor_run_serves_review_and_explains_a_wrong_click(tmp_path):
         assert identify["intents"] & (1 << 1 | 1 << 8 | 1 << 15) == 0  # no privileged intent
         commands = {c["name"] for c in await server.wait_commands(timeout=10)}
         assert {"review", "learn", "practice", "stats", "settings", "forget-me",
-                "server-settings"} == commands
+                "leaderboard", "insights", "server-settings"} == commands
 
         review = await server.slash(alice, "review", guild_id=guild["id"])
         assert review.callback_type == 4 and review.ephemeral
@@ -88,5 +88,5 @@ async def test_tutor_run_serves_review_and_explains_a_wrong_click(tmp_path):
         await server.stop()
     log = bot.log.read_text()
     assert rc == 0, log
-    assert "synced 7 global commands: review, learn, practice" in log, log
+    assert "synced 9 global commands: review, learn, practice" in log, log
     assert "Traceback" not in log

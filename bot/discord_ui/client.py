@@ -11,6 +11,12 @@ import yarl
 from discord import app_commands
 
 from bot.discord_ui.commands import build_commands
+from bot.discord_ui.community import (
+    BoardButton,
+    Community,
+    ReviewCardButton,
+    build_community_commands,
+)
 from bot.discord_ui.components import DYNAMIC_ITEMS, MODAL_TEMPLATE, dispatch
 from bot.discord_ui.flow import CardFlow
 from bot.discord_ui.reminders import ReminderButton, ReminderService
@@ -43,15 +49,17 @@ class TutorBot(discord.Client):
         options.setdefault("max_ratelimit_timeout", 30.0)  # longer waits fail with a message
         super().__init__(intents=intents(), **options)
         self.flow = CardFlow(tutor)
+        self.community = Community(self.flow)
         self.dev_guild_id = dev_guild_id
         self.reminders = ReminderService(self, tutor.store, tutor.clock) if reminders else None
         self.tree = app_commands.CommandTree(self)
-        for command in build_commands(self.flow):
+        for command in [*build_commands(self.flow, self.community),
+                        *build_community_commands(self.community)]:
             self.tree.add_command(command)
         self.tree.on_error = self._on_command_error
 
     async def setup_hook(self) -> None:
-        self.add_dynamic_items(*DYNAMIC_ITEMS, ReminderButton)
+        self.add_dynamic_items(*DYNAMIC_ITEMS, ReminderButton, BoardButton, ReviewCardButton)
         if self.reminders:
             self.reminders.start()
         if self.dev_guild_id:

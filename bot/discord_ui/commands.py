@@ -9,6 +9,7 @@ import discord
 from discord import app_commands
 
 from bot.discord_ui import render
+from bot.discord_ui.community import Community
 from bot.discord_ui.components import ForgetButton
 from bot.discord_ui.flow import CardFlow
 from bot.discord_ui.replies import dm, reply
@@ -33,7 +34,8 @@ def _learner_command(**kwargs):
     return wrap
 
 
-def build_commands(flow: CardFlow) -> list[app_commands.Command | app_commands.Group]:
+def build_commands(flow: CardFlow, community: Community
+                   ) -> list[app_commands.Command | app_commands.Group]:
     tutor, store = flow.tutor, flow.store
 
     async def play(interaction: discord.Interaction, mode: str, topic: str | None,
@@ -83,7 +85,14 @@ def build_commands(flow: CardFlow) -> list[app_commands.Command | app_commands.G
         streak = schedule.current_streak(learner, progress.today)
         embed.add_field(name="Streak", value=f"{streak} day(s)"
                         f" (longest {learner.longest_streak})")
-        await interaction.response.send_message(embed=embed, ephemeral=True)
+        await interaction.response.defer(ephemeral=True, thinking=True)  # a picture to draw
+        files, missed, view = await community.stats_extras(learner, progress.today)
+        if missed:
+            embed.add_field(name="Your most frequent mistakes", value="\n".join(missed),
+                            inline=False)
+        embed.set_image(url="attachment://stats.png")
+        await interaction.followup.send(embed=embed, files=files, ephemeral=True,
+                                        **({"view": view} if view else {}))
 
     @_learner_command(name="settings", description="Your timezone, reminders and visibility.")
     @app_commands.describe(
@@ -186,5 +195,41 @@ def build_commands(flow: CardFlow) -> list[app_commands.Command | app_commands.G
         await reply(interaction, f"Reminders for learners with closed DMs go to "
                                  f"{channel.mention}." if channel else
                     "Reminders are no longer posted in this server.")
+
+    @server.command(name="new-season",
+                    description="Start a new leaderboard season (history is kept).")
+    async def new_season(interaction: discord.Interaction) -> None:
+        settings = store.guild_settings(interaction.guild_id)
+        store.update_guild_settings(interaction.guild_id, season=settings.season + 1,
+                                    season_started_at=tutor.clock())
+        await reply(interaction, f"Season {settings.season + 1} starts now: the season board "
+                                 "is empty again; everyone's history and progress are kept.",
+                    ephemeral=False)
+
+    @server.command(name="leaderboard", description="The leaderboard's week for this server.")
+    @app_commands.describe(timezone="The server's IANA timezone",
+                           week_starts="The day the weekly board restarts")
+    @app_commands.choices(week_starts=[app_commands.Choice(name=day, value=i) for i, day in
+                                       enumerate(("Monday", "Tuesday", "Wednesday",
+                                                  "Thursday", "Friday", "Saturday",
+                                                  "Sunday"))])
+    async def board_settings(interaction: discord.Interaction, timezone: str | None = None,
+                             week_starts: int | None = None) -> None:
+        changes = {}
+        if timezone is not None:
+            try:
+                changes["timezone"] = resolve_zone(timezone).key
+            except ValueError:
+                await reply(interaction, f"'{timezone}' is not a timezone I know.")
+                return
+        if week_starts is not None:
+            changes["week_start"] = week_starts
+        settings = store.update_guild_settings(interaction.guild_id, **changes)
+        day = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday",
+               "Sunday")[settings.week_start]
+        await reply(interaction, f"The weekly board restarts every {day} at midnight, "
+                                 f"{settings.timezone}.")
+
+    board_settings.autocomplete("timezone")(timezone_names)
 
     return [review, learn, practice, stats, settings, forget_me, server]

@@ -7,24 +7,21 @@ id makes a click on an outdated rendering (or a double click) recognisable.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import discord
 
 from bot.discord_ui.replies import apologise
-
-if TYPE_CHECKING:
-    from bot.discord_ui.flow import CardFlow
 
 SERVE = r"(?P<serve>[0-9a-f]{8,32})"
 SLUG = r"[a-z][a-z0-9_-]{0,39}"
 
 
 async def dispatch(interaction: discord.Interaction, action: str, *args) -> None:
-    """Run a CardFlow handler; a failure is logged and apologised for, never raised."""
-    flow: CardFlow = interaction.client.flow  # type: ignore[attr-defined]
+    """Run the bot's handler for a component (card flow or community); a failure is
+    logged and apologised for, never raised."""
+    client = interaction.client
+    handler = getattr(client.flow, action, None) or getattr(client.community, action)
     try:
-        await getattr(flow, action)(interaction, *args)
+        await handler(interaction, *args)
     except Exception as exc:  # noqa: BLE001 - one broken click must not hurt the bot
         await apologise(interaction, exc)
 

@@ -58,10 +58,11 @@ class CardFlow:
     # -- serving -------------------------------------------------------------------------
 
     async def serve(self, interaction: discord.Interaction, mode: str, topic: str | None = None,
-                    *, ephemeral: bool = True, edit: bool = False) -> None:
+                    *, ephemeral: bool = True, edit: bool = False,
+                    card_id: str | None = None) -> None:
         learner = self.learner(interaction.user)
         served = self.tutor.next_card(learner, mode=mode, topic=topic,
-                                      guild_id=interaction.guild_id)
+                                      guild_id=interaction.guild_id, only=card_id)
         if served is None:
             await self._nothing(interaction, learner, mode, edit)
             return

@@ -63,3 +63,13 @@ def test_bench_reminders_claims_among_many_and_sends_within_the_limit():
     report = json.loads(result.stdout)
     assert report["learners"] == 100_000 and report["due_now"] == report["sent"] == 1000
     assert report["sends_per_s"] <= report["send_limit_per_s"] * 1.05
+
+
+def test_bench_leaderboard_ranks_a_big_server():
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "bench", "leaderboard", "--json", "-n", "2"],
+        capture_output=True, text=True, cwd=REPO, timeout=300,
+    )
+    report = json.loads(result.stdout)
+    assert report["review_logs"] == 1_000_000 and report["ranked_learners"] > 1000
+    assert report["weekly_board_median_ms"] > 0

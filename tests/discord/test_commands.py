@@ -14,7 +14,8 @@ def final_text(result) -> str:
     return result.followups[-1].content if result.followups else result.response.content
 
 
-LEARNER_COMMANDS = {"review", "learn", "practice", "stats", "settings", "forget-me"}
+LEARNER_COMMANDS = {"review", "learn", "practice", "stats", "settings", "forget-me",
+                    "leaderboard", "insights"}
 
 
 async def test_every_command_is_synced_and_admin_ones_are_hidden(world, simcord_env):
@@ -23,7 +24,8 @@ async def test_every_command_is_synced_and_admin_ones_are_hidden(world, simcord_
     admins = guild.create_role("Admins", permissions=discord.Permissions(manage_guild=True))
     admin = guild.add_member(simcord_env.create_user("root"), roles=[admins])
     assert set(admin.available_commands(channel)) == LEARNER_COMMANDS | {
-        "server-settings public-play", "server-settings reminder-channel"}
+        "server-settings public-play", "server-settings reminder-channel",
+        "server-settings new-season", "server-settings leaderboard"}
 
 
 async def test_admins_turn_public_play_on_and_off(world, simcord_env, store):

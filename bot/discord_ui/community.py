@@ -1,0 +1,184 @@
+"""Leaderboards, insights and the picture side of /stats."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from datetime import timedelta
+
+import discord
+from discord import app_commands
+
+from bot import charts
+from bot.discord_ui import render
+from bot.discord_ui.components import dispatch
+from bot.discord_ui.flow import CardFlow
+from bot.discord_ui.replies import reply
+from scheduler import leaderboard as lb
+from scheduler.reminders import current_streak
+
+PER_PAGE = 10
+INSIGHT_DAYS = 30
+
+
+class BoardButton(discord.ui.DynamicItem[discord.ui.Button],
+                  template=r"srs:lb:(?P<period>week|season):(?P<page>\d{1,5}):(?P<way>prev|next)"):
+    """Prev/Next on a board; `way` keeps the two ids distinct when they lead to one page."""
+
+    LABELS = {"prev": "◀ Prev", "next": "Next ▶"}
+
+    def __init__(self, period: str, page: int, way: str, disabled: bool = False):
+        super().__init__(discord.ui.Button(label=self.LABELS[way], disabled=disabled,
+                                           style=discord.ButtonStyle.secondary,
+                                           custom_id=f"srs:lb:{period}:{page}:{way}"))
+        self.period, self.page = period, page
+
+    @classmethod
+    async def from_custom_id(cls, interaction, item, match):
+        return cls(match["period"], int(match["page"]), match["way"])
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        await dispatch(interaction, "on_board_page", self.period, self.page)
+
+
+class ReviewCardButton(discord.ui.DynamicItem[discord.ui.Button],
+                       template=r"srs:card:(?P<card>[a-z][a-z0-9-]*/[a-z][a-z0-9-]*)"):
+    """From /stats: practise one of the cards you miss most."""
+
+    def __init__(self, card_id: str):
+        super().__init__(discord.ui.Button(label=f"Review {card_id.split('/')[-1]}",
+                                           custom_id=f"srs:card:{card_id}"[:100]))
+        self.card_id = card_id
+
+    @classmethod
+    async def from_custom_id(cls, interaction, item, match):
+        return cls(match["card"])
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        await dispatch(interaction, "on_review_card", self.card_id)
+
+
+def board_embed(guild_name: str, period: str, season: int, result: lb.Board) -> discord.Embed:
+    title = (f"{guild_name} · this week" if period == "week"
+             else f"{guild_name} · season {season}")
+    lines = [_line(s) for s in result.standings] or ["No reviews in this server yet."]
+    caller = result.caller
+    if caller and caller not in result.standings:
+        lines += ["…", _line(caller) + "  ← you"]
+    embed = discord.Embed(title=title, description="\n".join(lines), colour=render.BLUE)
+    embed.set_footer(text=f"Page {result.page}/{result.pages} · {result.total} learner(s) · "
+                          "due reviews right first try count most")
+    return embed
+
+
+def _line(s: lb.Standing) -> str:
+    accuracy = "–" if s.accuracy is None else f"{s.accuracy:.0%}"
+    return (f"`#{s.rank:>2}` **{discord.utils.escape_markdown(s.name)}** — {s.points} pts · "
+            f"streak {s.streak} · {accuracy} first try")
+
+
+def board_view(period: str, result: lb.Board) -> discord.ui.View:
+    view = discord.ui.View(timeout=None)
+    view.add_item(BoardButton(period, max(1, result.page - 1), "prev", result.page <= 1))
+    view.add_item(BoardButton(period, min(result.pages, result.page + 1), "next",
+                              result.page >= result.pages))
+    return view
+
+
+class Community:
+    """The handlers behind /leaderboard, /insights, the board buttons and /stats extras."""
+
+    def __init__(self, flow: CardFlow):
+        self.flow, self.tutor, self.store = flow, flow.tutor, flow.tutor.store
+
+    def _board(self, interaction, period: str, page: int):
+        settings = self.store.guild_settings(interaction.guild_id)
+        since = lb.period_start(settings, period, self.tutor.clock())
+        caller = self.flow.learner(interaction.user)
+        result = lb.board(self.store.engine, interaction.guild_id, since, page=page,
+                          per_page=PER_PAGE, caller_id=caller.id)
+        return settings, result
+
+    async def leaderboard(self, interaction, period: str, page: int, image: bool) -> None:
+        settings, result = self._board(interaction, period, page)
+        embed = board_embed(interaction.guild.name, period, settings.season, result)
+        files = []
+        if image:
+            rows = [(s.rank, s.name, s.points, s.streak, s.accuracy) for s in result.standings]
+            highlight = result.caller.rank if result.caller else None
+            png = await asyncio.to_thread(charts.leaderboard_png, embed.title, rows, highlight)
+            files = [discord.File(io.BytesIO(png), "leaderboard.png")]
+            embed.set_image(url="attachment://leaderboard.png")
+        await interaction.response.send_message(embed=embed, view=board_view(period, result),
+                                                files=files)
+
+    async def on_board_page(self, interaction, period: str, page: int) -> None:
+        settings, result = self._board(interaction, period, page)
+        await interaction.response.edit_message(
+            embed=board_embed(interaction.guild.name, period, settings.season, result),
+            view=board_view(period, result), attachments=[])
+
+    async def insights(self, interaction) -> None:
+        since = self.tutor.clock() - timedelta(days=INSIGHT_DAYS)
+        found = lb.insights(self.store.engine, since, guild_id=interaction.guild_id)
+        embed = discord.Embed(title=f"What this server gets wrong (last {INSIGHT_DAYS} days)",
+                              colour=render.BLUE)
+        embed.add_field(name="Cards missed most", inline=False, value="\n".join(
+            f"**{card.split('/')[-1]}** missed {missed} of {total}"
+            for card, missed, total in found.missed_cards) or "Nothing missed yet.")
+        embed.add_field(name="Mistakes made most", inline=False, value="\n".join(
+            f"**{self._mistake_title(m)}** × {n}" for m, n in found.mistakes) or "None yet.")
+        await interaction.response.send_message(embed=embed, ephemeral=True)
+
+    def _mistake_title(self, mistake_id: str) -> str:
+        for deck in self.tutor.library.decks.values():
+            for mistake in deck.mistakes:
+                if mistake.id == mistake_id:
+                    return mistake.title
+        return mistake_id
+
+    async def stats_extras(self, learner, today) -> tuple[list[discord.File], list[str],
+                                                            discord.ui.View | None]:
+        """The /stats picture (rendered off the event loop) and your most-missed cards."""
+        since = self.tutor.clock() - timedelta(days=182)
+        daily = self.store.reviews_per_day(learner.id, since)
+        retention = self.store.retention_by_week(learner.id, since)
+        png = await asyncio.to_thread(
+            charts.stats_png, learner.display_name or "Your", daily, today, retention,
+            current_streak(learner, today), learner.longest_streak)
+        found = lb.insights(self.store.engine, since, learner_id=learner.id, top=3)
+        lines = [f"**{self._mistake_title(m)}** × {n}" for m, n in found.mistakes]
+        view = None
+        if found.missed_cards:
+            view = discord.ui.View(timeout=None)
+            for card_id, _, _ in found.missed_cards:
+                if self.tutor.library.has_card(card_id):
+                    view.add_item(ReviewCardButton(card_id))
+        return [discord.File(io.BytesIO(png), "stats.png")], lines, view
+
+    async def on_review_card(self, interaction, card_id: str) -> None:
+        if not self.tutor.library.has_card(card_id):
+            await reply(interaction, "That card is no longer in the deck.")
+            return
+        await self.flow.serve(interaction, "practice", card_id=card_id)
+
+
+def build_community_commands(community: Community) -> list[app_commands.Command]:
+    @app_commands.command(name="leaderboard", description="This server's learners, ranked.")
+    @app_commands.guild_only()
+    @app_commands.describe(period="This week, or the whole season", page="Page number",
+                           image="Attach the board as a picture")
+    @app_commands.choices(period=[app_commands.Choice(name="this week", value="week"),
+                                  app_commands.Choice(name="this season", value="season")])
+    async def leaderboard(interaction: discord.Interaction, period: str = "week",
+                          page: app_commands.Range[int, 1, 10000] = 1,
+                          image: bool = False) -> None:
+        await community.leaderboard(interaction, period, page, image)
+
+    @app_commands.command(name="insights",
+                          description="Which cards and mistakes this server gets wrong most.")
+    @app_commands.guild_only()
+    async def insights(interaction: discord.Interaction) -> None:
+        await community.insights(interaction)
+
+    return [leaderboard, insights]

@@ -1,0 +1,130 @@
+"""/leaderboard (pages, picture), /insights, /stats' picture and seasons, through the real
+discord.py client."""
+
+from __future__ import annotations
+
+import io
+
+import discord
+from matplotlib import image
+
+from tests.discord.test_play import learner_of, pick_and_submit
+from tests.test_store import record
+
+
+def seed_board(store, guild, members) -> None:
+    """Member i did 13 - i first-try due reviews in this server."""
+    for i, member in enumerate(members):
+        person = store.learner(f"discord:{member.id}", display_name=member.name,
+                               now=store_now())
+        for j in range(13 - i):
+            store.record(record(person.id, f"{member.id}-{j}", card_id=f"d/c{j}",
+                                kind="review", guild_id=guild.id, changes_schedule=False,
+                                reviewed_at=store_now()))
+
+
+def store_now():
+    from tests.conftest import FakeClock
+    return FakeClock()()
+
+
+def add_members(simcord_env, guild, count: int) -> list:
+    return [guild.add_member(simcord_env.create_user(f"user{i:02d}")) for i in range(count)]
+
+
+async def test_the_weekly_board_pages_and_shows_the_callers_rank(world, simcord_env, store):
+    guild, channel, _, _ = world
+    members = add_members(simcord_env, guild, 12)
+    seed_board(store, guild, members)
+    last = members[-1]  # rank 12: outside the first page
+    result = await last.slash(channel, "leaderboard")
+    assert not result.ephemeral
+    embed = result.response.embeds[0]
+    assert embed.title == "Study Group · this week"
+    lines = embed.description.splitlines()
+    assert lines[0].startswith("`# 1` **user00** — 130 pts")
+    assert len(lines) == 12 and lines[-1].endswith("← you") and "`#12`" in lines[-1]
+    assert embed.footer.text.startswith("Page 1/2 · 12 learner(s)")
+    page_two = await last.click(result.response, label="Next ▶")
+    two = page_two.response.embeds[0]
+    assert two.footer.text.startswith("Page 2/2") and "user10" in two.description
+    back = await last.click(page_two.response, label="◀ Prev")
+    assert back.response.embeds[0].footer.text.startswith("Page 1/2")
+
+
+async def test_hidden_learners_are_left_off_the_board(world, simcord_env, store):
+    guild, channel, _, _ = world
+    members = add_members(simcord_env, guild, 3)
+    seed_board(store, guild, members)
+    await members[0].slash(channel, "settings", leaderboard=False)
+    board = await members[1].slash(channel, "leaderboard")
+    assert "user00" not in board.response.embeds[0].description
+
+
+async def test_the_board_can_come_as_a_picture(world, simcord_env, store):
+    guild, channel, _, _ = world
+    members = add_members(simcord_env, guild, 3)
+    seed_board(store, guild, members)
+    result = await members[0].slash(channel, "leaderboard", image=True)
+    (attachment,) = result.response.attachments
+    png = await attachment.read()
+    pixels = image.imread(io.BytesIO(png), format="png")
+    assert pixels.shape[0] > 100 and pixels.shape[1] > 300 and pixels.std() > 0.01
+
+
+async def test_a_new_season_empties_the_season_board_and_keeps_history(world, simcord_env,
+                                                                       store, clock):
+    guild, channel, ann, _ = world
+    seed_board(store, guild, [ann])
+    admins = guild.create_role("Admins", permissions=discord.Permissions(manage_guild=True))
+    admin = guild.add_member(simcord_env.create_user("root"), roles=[admins])
+    before = await ann.slash(channel, "leaderboard", period="season")
+    assert "130 pts" in before.response.embeds[0].description
+    clock.advance(minutes=1)
+    started = await admin.slash(channel, "server-settings new-season")
+    assert "Season 2 starts now" in started.response.content
+    after = await ann.slash(channel, "leaderboard", period="season")
+    assert after.response.embeds[0].title.endswith("season 2")
+    assert "No reviews in this server yet." in after.response.embeds[0].description
+    assert len(store.reviews_on(learner_of(store, ann).id, store_now().date())) == 13
+
+
+async def test_admins_set_the_boards_timezone_and_week_start(world, simcord_env, store):
+    guild, channel, _, _ = world
+    admins = guild.create_role("Admins", permissions=discord.Permissions(manage_guild=True))
+    admin = guild.add_member(simcord_env.create_user("root"), roles=[admins])
+    result = await admin.slash(channel, "server-settings leaderboard", timezone="Asia/Tokyo",
+                               week_starts=6)
+    assert "every Sunday at midnight, Asia/Tokyo" in result.response.content
+    settings = store.guild_settings(guild.id)
+    assert (settings.timezone, settings.week_start) == ("Asia/Tokyo", 6)
+
+
+async def test_insights_show_what_the_server_misses_most(world, store):
+    guild, channel, ann, bob = world
+    for who in (ann, bob):
+        card = (await who.slash(channel, "learn")).response
+        await pick_and_submit(who, card, {"method": "step"})
+        await pick_and_submit(who, card, {"method": "zero_grad"})
+    result = await ann.slash(channel, "insights")
+    fields = {f.name: f.value for f in result.response.embeds[0].fields}
+    assert "**zero-grad** missed 2 of 2" in fields["Cards missed most"]
+    assert "Stepping where gradients should be cleared** × 2" in fields["Mistakes made most"]
+
+
+async def test_stats_attach_a_heatmap_and_offer_the_most_missed_cards(world, store):
+    _, channel, ann, _ = world
+    card = (await ann.slash(channel, "learn")).response
+    await pick_and_submit(ann, card, {"method": "step"})
+    await pick_and_submit(ann, card, {"method": "zero_grad"})
+    result = await ann.slash(channel, "stats")
+    message = result.followups[-1] if result.followups else result.response
+    assert message.ephemeral
+    embed = message.embeds[0]
+    fields = {f.name: f.value for f in embed.fields}
+    assert "Stepping where gradients should be cleared" in fields["Your most frequent mistakes"]
+    (attachment,) = message.attachments
+    pixels = image.imread(io.BytesIO(await attachment.read()), format="png")
+    assert pixels.shape[1] >= 800 and pixels.std() > 0.01
+    again = await ann.click(message, label="Review zero-grad")
+    assert again.response.embeds[0].footer.text.endswith("gradient-accumulation/zero-grad")
