@@ -221,6 +221,13 @@ def cmd_bench(args) -> int:
     return 0 if result.get("ok", True) else 1
 
 
+def _code_file_arguments(parser: argparse.ArgumentParser, func) -> None:
+    parser.add_argument("file")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--json", action="store_true")
+    parser.set_defaults(func=func)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from bot.bench import BENCHMARKS
 
@@ -254,18 +261,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser("check", help="judge a code answer for a code card")
     check.add_argument("card", help="e.g. gradient-accumulation/train-loop")
-    check.add_argument("file")
-    check.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    check.add_argument("--json", action="store_true")
-    check.set_defaults(func=cmd_check)
+    _code_file_arguments(check, cmd_check)
 
     sandbox = sub.add_parser("sandbox", help="the code sandbox").add_subparsers(
         dest="sandbox_command", required=True)
-    sandbox_run = sandbox.add_parser("run", help="run a Python file under the sandbox")
-    sandbox_run.add_argument("file")
-    sandbox_run.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    sandbox_run.add_argument("--json", action="store_true")
-    sandbox_run.set_defaults(func=cmd_sandbox_run)
+    _code_file_arguments(sandbox.add_parser("run", help="run a Python file under the sandbox"),
+                         cmd_sandbox_run)
 
     db = sub.add_parser("db", help="database maintenance").add_subparsers(
         dest="db_command", required=True)

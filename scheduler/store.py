@@ -22,16 +22,15 @@ from scheduler.models import (
     GuildSettings,
     Learner,
     ReviewLog,
-    ServedCard,
 )
 from scheduler.prepared import Prepared
 from scheduler.reminder_store import ReminderQueries
+from scheduler.served_store import ServedQueries
 
 learner_t = Learner.__table__
 state_t = CardState.__table__
 log_t = ReviewLog.__table__
 member_t = GuildMember.__table__
-served_t = ServedCard.__table__
 guild_t = GuildSettings.__table__
 
 
@@ -85,7 +84,7 @@ def _insert(table: sa.Table, dialect: str):
     return module.insert(table)
 
 
-class Store(ReminderQueries):
+class Store(ReminderQueries, ServedQueries):
     def __init__(self, engine: sa.Engine):
         self.engine = engine
         self._write_lock = threading.Lock()
@@ -167,60 +166,6 @@ class Store(ReminderQueries):
                 set_={k: statement.excluded[k] for k in values} or {"guild_id": guild_id},
             ), row)
         return GuildSettings(**row)
-
-    # -- cards being answered in Discord -------------------------------------------------
-
-    def save_served(self, serve_id: str, learner_id: int, served: dict, at: datetime) -> None:
-        with self.engine.begin() as conn:
-            conn.execute(served_t.insert(), {
-                "serve_id": serve_id, "learner_id": learner_id, "served": served,
-                "attempts": served["attempts"], "draft": {}, "finished": False,
-                "served_at": at,
-            })
-
-    def load_served(self, serve_id: str) -> ServedCard | None:
-        with self.engine.connect() as conn:
-            row = conn.execute(
-                sa.select(served_t).where(served_t.c.serve_id == serve_id)).first()
-        return None if row is None else ServedCard(**row._mapping)
-
-    def advance_served(self, serve_id: str, expected_attempts: int, served: dict,
-                       finished: bool) -> bool:
-        """Store the next attempt state unless another click got there first."""
-        with self.engine.begin() as conn:
-            result = conn.execute(
-                served_t.update()
-                .where(served_t.c.serve_id == serve_id,
-                       served_t.c.attempts == expected_attempts,
-                       served_t.c.finished.is_(False))
-                .values(served=served, attempts=served["attempts"], finished=finished,
-                        draft={})
-            )
-        return bool(result.rowcount)
-
-    def set_draft(self, serve_id: str, blank_id: str, chip_id: str) -> dict | None:
-        """Remember one select-menu pick; the whole draft, or None for a finished card."""
-        with self.engine.begin() as conn:
-            row = conn.execute(
-                sa.select(served_t.c.draft, served_t.c.finished)
-                .where(served_t.c.serve_id == serve_id).with_for_update()
-            ).first()
-            if row is None or row.finished:
-                return None
-            draft = {**row.draft, blank_id: chip_id}
-            conn.execute(served_t.update().where(served_t.c.serve_id == serve_id)
-                         .values(draft=draft))
-        return draft
-
-    def open_served(self, learner_id: int, limit: int = 10) -> list[ServedCard]:
-        """This learner's unfinished cards, newest first."""
-        query = (
-            sa.select(served_t)
-            .where(served_t.c.learner_id == learner_id, served_t.c.finished.is_(False))
-            .order_by(served_t.c.served_at.desc()).limit(limit)
-        )
-        with self.engine.connect() as conn:
-            return [ServedCard(**r._mapping) for r in conn.execute(query)]
 
     # -- card states ---------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ import copy
 
 import sqlalchemy as sa
 
-from scheduler.store import served_t
+from scheduler.served_store import served_t
 
 ZERO_GRAD = "gradient-accumulation/zero-grad"
 

@@ -1,0 +1,69 @@
+"""Cards being answered in Discord: their attempt state and select-menu drafts."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import sqlalchemy as sa
+
+from scheduler.models import ServedCard
+
+served_t = ServedCard.__table__
+
+
+class ServedQueries:
+    """Mixed into Store (which provides `engine`)."""
+
+    engine: sa.Engine
+
+    def save_served(self, serve_id: str, learner_id: int, served: dict, at: datetime) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(served_t.insert(), {
+                "serve_id": serve_id, "learner_id": learner_id, "served": served,
+                "attempts": served["attempts"], "draft": {}, "finished": False,
+                "served_at": at,
+            })
+
+    def load_served(self, serve_id: str) -> ServedCard | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                sa.select(served_t).where(served_t.c.serve_id == serve_id)).first()
+        return None if row is None else ServedCard(**row._mapping)
+
+    def advance_served(self, serve_id: str, expected_attempts: int, served: dict,
+                       finished: bool) -> bool:
+        """Store the next attempt state unless another click got there first."""
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                served_t.update()
+                .where(served_t.c.serve_id == serve_id,
+                       served_t.c.attempts == expected_attempts,
+                       served_t.c.finished.is_(False))
+                .values(served=served, attempts=served["attempts"], finished=finished,
+                        draft={})
+            )
+        return bool(result.rowcount)
+
+    def set_draft(self, serve_id: str, blank_id: str, chip_id: str) -> dict | None:
+        """Remember one select-menu pick; the whole draft, or None for a finished card."""
+        with self.engine.begin() as conn:
+            row = conn.execute(
+                sa.select(served_t.c.draft, served_t.c.finished)
+                .where(served_t.c.serve_id == serve_id).with_for_update()
+            ).first()
+            if row is None or row.finished:
+                return None
+            draft = {**row.draft, blank_id: chip_id}
+            conn.execute(served_t.update().where(served_t.c.serve_id == serve_id)
+                         .values(draft=draft))
+        return draft
+
+    def open_served(self, learner_id: int, limit: int = 10) -> list[ServedCard]:
+        """This learner's unfinished cards, newest first."""
+        query = (
+            sa.select(served_t)
+            .where(served_t.c.learner_id == learner_id, served_t.c.finished.is_(False))
+            .order_by(served_t.c.served_at.desc()).limit(limit)
+        )
+        with self.engine.connect() as conn:
+            return [ServedCard(**r._mapping) for r in conn.execute(query)]
