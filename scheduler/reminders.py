@@ -66,6 +66,19 @@ def next_reminder(learner: Learner | Claimed, after: datetime) -> datetime:
     return candidate
 
 
+def reschedule(learner: Learner, now: datetime) -> datetime | None:
+    """The next reminder after a settings change (hour, timezone, on/off): never a second
+    one on a local day that already had its reminder."""
+    if not learner.reminders_enabled:
+        return None
+    slot = next_reminder(learner, now)
+    if learner.last_reminder_at is not None:
+        zone = resolve_zone(learner.timezone)
+        if learner.last_reminder_at.astimezone(zone).date() >= slot.astimezone(zone).date():
+            slot = next_reminder(learner, slot)
+    return slot
+
+
 def nonce_for(learner_id: int, slot: datetime) -> str:
     """The same reminder always carries the same nonce (Discord allows 25 characters)."""
     digest = hashlib.sha256(f"{learner_id}:{slot.isoformat()}".encode()).hexdigest()

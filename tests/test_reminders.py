@@ -334,3 +334,20 @@ def test_kill_9_between_send_and_commit_neither_duplicates_nor_loses(tmp_path, s
     assert restarted.returncode == 0 and restarted.stdout.strip() == "1"
     assert len(json.loads(outbox.read_text())) == 1  # the resend carried the same nonce
     assert store.get_learner(person.id).next_reminder_at > due + LEASE
+
+
+def test_moving_the_hour_after_todays_reminder_waits_for_tomorrow():
+    from scheduler.reminders import reschedule
+
+    sent = datetime(2026, 3, 2, 18, tzinfo=UTC)
+    person = learner(reminders_enabled=True, reminder_hour=20, last_reminder_at=sent)
+    assert reschedule(person, sent + timedelta(minutes=30)) == datetime(2026, 3, 3, 20,
+                                                                        tzinfo=UTC)
+    fresh = learner(reminders_enabled=True, reminder_hour=20)
+    assert reschedule(fresh, sent) == datetime(2026, 3, 2, 20, tzinfo=UTC)
+    assert reschedule(learner(reminders_enabled=False), sent) is None
+    # Moving east across the date line after today's reminder: still one a day.
+    tokyo = learner(reminders_enabled=True, timezone="Asia/Tokyo", reminder_hour=9,
+                    last_reminder_at=sent)  # 03:00 on Mar 3 in Tokyo
+    assert local(reschedule(tokyo, sent + timedelta(hours=1)), "Asia/Tokyo").date() == date(
+        2026, 3, 4)

@@ -137,8 +137,8 @@ def build_commands(flow: CardFlow, community: Community
         if changes:
             store.update_learner(learner.id, **changes)
             learner = store.get_learner(learner.id)
-            store.update_learner(learner.id, next_reminder_at=schedule.next_reminder(
-                learner, tutor.clock()) if learner.reminders_enabled else None)
+            store.update_learner(learner.id,
+                                 next_reminder_at=schedule.reschedule(learner, tutor.clock()))
         lines = [
             f"Timezone: **{learner.timezone}** (your day starts at "
             f"{learner.rollover_hour:02d}:00)",
