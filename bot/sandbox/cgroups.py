@@ -30,6 +30,7 @@ class Cgroups:
         try:
             memory.mkdir(exist_ok=True)
             pids.mkdir(exist_ok=True)
+            _remove_orphans(memory, pids)
             probe = cls(limits, memory, pids)
             name = probe.new()
             probe.remove(name)
@@ -64,3 +65,13 @@ class Cgroups:
         for controller in (self.memory, self.pids):
             with contextlib.suppress(OSError):
                 (controller / name).rmdir()
+
+
+def _remove_orphans(*controllers: Path) -> None:
+    """Groups left by workers that are gone (named '<worker pid>-<n>')."""
+    for controller in controllers:
+        for group in controller.iterdir():
+            owner = group.name.split("-", 1)[0]
+            if group.is_dir() and owner.isdigit() and not Path(f"/proc/{owner}").exists():
+                with contextlib.suppress(OSError):  # still has a process: leave it
+                    group.rmdir()

@@ -174,6 +174,20 @@ class ForkServer:
             return slot
         return self.prepare(gpu)
 
+    def close(self) -> None:
+        """Stop the child kept waiting, and give back its cgroup."""
+        slot, self.ready = self.ready, None
+        if slot is None:
+            return
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.kill(slot.pid, signal.SIGKILL)
+            os.waitpid(slot.pid, 0)
+        for fd in (slot.request_w, slot.result_r, slot.out_r, slot.err_r):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        if slot.cgroup:
+            self.cgroups.remove(slot.cgroup)
+
     def refill(self) -> None:
         if self.ready is None:
             try:
@@ -359,7 +373,10 @@ def main(argv: list[str] | None = None) -> None:
     sc.prctl(sc.PR_SET_CHILD_SUBREAPER, 1)  # orphaned sandbox children come back to us
     server = ForkServer(Limits(**args.limits), args.parallel)
     server.refill()
-    asyncio.run(serve(server))
+    try:
+        asyncio.run(serve(server))
+    finally:
+        server.close()
 
 
 if __name__ == "__main__":
