@@ -14,8 +14,13 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/tutor
 
+# Storage, engine, reminder and leaderboard tests run again on a throwaway PostgreSQL.
+POSTGRES_TESTS := tests/test_store.py tests/test_tutor.py tests/test_reminders.py \
+	tests/test_streaks.py tests/test_leaderboard.py
+
 test: $(STAMP)
 	$(VENV)/bin/pytest
+	tests/postgres.sh $(VENV)/bin/pytest -q $(POSTGRES_TESTS)
 
 bench: $(STAMP)
 	$(VENV)/bin/tutor bench answers --json

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import os
+import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from bot.tutor import Tutor
 from content.loader import DeckLibrary
@@ -35,7 +38,21 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def db_url(tmp_path) -> str:
-    return sqlite_url(tmp_path / "tutor.db")
+    """A fresh database per test: a SQLite file, or with TEST_POSTGRES_URL set (a server's
+    admin URL), a new PostgreSQL database dropped afterwards."""
+    admin_url = os.environ.get("TEST_POSTGRES_URL")
+    if not admin_url:
+        yield sqlite_url(tmp_path / "tutor.db")
+        return
+    name = f"tutor_test_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    yield sa.engine.make_url(admin_url).set(database=name).render_as_string(
+        hide_password=False)
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f'DROP DATABASE "{name}" WITH (FORCE)')
+    admin.dispose()
 
 
 @pytest.fixture
@@ -59,3 +76,11 @@ def mini_library() -> DeckLibrary:
 @pytest.fixture
 def tutor(store, mini_library, clock) -> Tutor:
     return Tutor(store, mini_library, clock=clock)
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("TEST_POSTGRES_URL"):
+        skip = pytest.mark.skip(reason="SQLite specifics; this run is against PostgreSQL")
+        for item in items:
+            if "sqlite_only" in item.keywords:
+                item.add_marker(skip)

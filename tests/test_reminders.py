@@ -7,8 +7,9 @@ from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+import sqlalchemy as sa
 
-from scheduler.models import Learner
+from scheduler.models import CardState, Learner
 from scheduler.reminders import (
     LEASE,
     DMClosed,
@@ -208,18 +209,16 @@ async def test_a_crash_between_send_and_commit_resends_the_same_nonce(store, clo
 async def test_ten_thousand_due_in_one_minute_all_go_in_order_within_the_limit(store, clock):
     clock.now = datetime(2026, 3, 2, 12, tzinfo=UTC)
     slot = datetime(2026, 3, 2, 18, tzinfo=UTC)
+    people = [Learner(external_id=f"discord:{i}", created_at=UTC0, reminders_enabled=True,
+                      next_reminder_at=slot).model_dump(exclude={"id"})
+              for i in range(1, 10_001)]
     with store.engine.begin() as conn:
-        conn.exec_driver_sql("WITH RECURSIVE n(value) AS (SELECT 1 UNION ALL SELECT value + 1"
-                             " FROM n WHERE value < 10000) INSERT INTO learner (external_id,"
-                             " display_name, timezone, rollover_hour, new_per_day,"
-                             " reminders_enabled, reminder_hour, leaderboard_visible,"
-                             " created_at, next_reminder_at) SELECT 'discord:' || value, '',"
-                             " 'UTC', 4, 10, 1, 18, 1, '2026-01-01 00:00:00', ? FROM n",
-                             (slot.replace(tzinfo=None),))
-        conn.exec_driver_sql("INSERT INTO card_state (learner_id, card_id, deck_id, card_rev,"
-                             " ef100, repetitions, interval, due_day, lapses, review_count,"
-                             " drill_pending) SELECT id, 'd/c', 'd', 1, 250, 1, 1,"
-                             " '2026-03-01', 0, 1, 0 FROM learner")
+        conn.execute(Learner.__table__.insert(), people)
+        ids = conn.execute(sa.select(Learner.__table__.c.id)).scalars().all()
+        conn.execute(CardState.__table__.insert(), [
+            {"learner_id": i, "card_id": "d/c", "deck_id": "d", "card_rev": 1, "ef100": 250,
+             "repetitions": 1, "interval": 1, "due_day": date(2026, 3, 1), "lapses": 0,
+             "review_count": 1, "drill_pending": False} for i in ids])
     virtual = Virtual()
     discord = FakeDiscord(clock=virtual)
     clock.now = slot + timedelta(seconds=20)

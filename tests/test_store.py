@@ -41,6 +41,7 @@ def record(learner_id: int, answer_id: str, card_id: str = "d/c", **overrides) -
     return ReviewRecord(**{**values, **overrides})
 
 
+@pytest.mark.sqlite_only
 def test_sqlite_connections_use_wal_foreign_keys_and_busy_timeout(engine):
     with engine.connect() as conn:
         pragma = lambda name: conn.exec_driver_sql(f"PRAGMA {name}").scalar()  # noqa: E731
@@ -157,6 +158,7 @@ def test_kill_9_of_a_writer_loses_no_acknowledged_review(tmp_path):
     assert not store.record(record(learner.id, "after-restart", card_id="d/new")).duplicate
 
 
+@pytest.mark.sqlite_only
 def test_the_hot_path_stores_values_exactly_as_core_does(store):
     """Rows written by the prepared statements compare correctly with Core's binds."""
     learner = store.learner("local:ann", now=NOW)
