@@ -350,3 +350,49 @@ def test_moving_the_hour_after_todays_reminder_waits_for_tomorrow():
                     last_reminder_at=sent)  # 03:00 on Mar 3 in Tokyo
     assert local(reschedule(tokyo, sent + timedelta(hours=1)), "Asia/Tokyo").date() == date(
         2026, 3, 4)
+
+
+TWO_SWEEPERS = """
+import asyncio, json, sys
+from datetime import datetime
+from pathlib import Path
+from scheduler.db import make_engine
+from scheduler.reminders import RateLimiter, ReminderSweep
+from scheduler.store import Store
+
+url, now, outbox = sys.argv[1], datetime.fromisoformat(sys.argv[2]), Path(sys.argv[3])
+sent = []
+
+
+class SlowDiscord:
+    async def send_dm(self, reminder):
+        await asyncio.sleep(0.002)  # let the other process interleave
+        sent.append(reminder.learner_id)
+
+    async def send_channel(self, channel_id, reminder):
+        raise AssertionError("unused")
+
+
+asyncio.run(ReminderSweep(Store(make_engine(url)), SlowDiscord(), clock=lambda: now,
+                          limiter=RateLimiter(10_000), batch=25).run())
+outbox.write_text(json.dumps(sent))
+"""
+
+
+def test_two_bot_processes_send_each_due_reminder_exactly_once(tmp_path, store, clock,
+                                                               db_url):
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    clock.now = datetime(2026, 3, 2, 12, tzinfo=UTC)
+    people = [opt_in(store, f"discord:{500 + i}", clock.now) for i in range(200)]
+    due = max(p.next_reminder_at for p in people) + timedelta(seconds=5)
+    outboxes = [tmp_path / f"sent{i}.json" for i in range(2)]
+    sweepers = [subprocess.Popen([sys.executable, "-c", TWO_SWEEPERS, db_url, due.isoformat(),
+                                  str(outbox)], cwd=REPO) for outbox in outboxes]
+    assert [p.wait(timeout=120) for p in sweepers] == [0, 0]
+    sent = [learner for outbox in outboxes for learner in json.loads(outbox.read_text())]
+    assert sorted(sent) == sorted(p.id for p in people)  # all of them, none twice
+    assert all(json.loads(outbox.read_text()) for outbox in outboxes)  # both took a share
