@@ -19,6 +19,10 @@ class Settings(BaseSettings):
     discord_gateway_url: str = DISCORD_GATEWAY
     # Sync commands to this server only (instant) instead of globally (can take an hour).
     discord_dev_guild_id: int | None = None
+    # Sharding (AutoShardedClient): the total count, and which shards this process runs
+    # (e.g. DISCORD_SHARD_IDS=[0,1]). Unset: one connection.
+    discord_shard_count: int | None = None
+    discord_shard_ids: list[int] | None = None
     log_level: str = "INFO"
     # Judge code cards in the sandbox worker (needs Linux namespaces; off: no code cards).
     sandbox: bool = True

@@ -43,7 +43,8 @@ def use_endpoints(api_base_url: str, gateway_url: str) -> None:
     discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway_url)
 
 
-class TutorBot(discord.Client):
+class TutorClient:
+    """The tutor on a discord.py client; TutorBot and ShardedTutorBot pick the client."""
     def __init__(self, tutor: Tutor, *, dev_guild_id: int | None = None,
                  reminders: bool = False, **options):
         options.setdefault("max_ratelimit_timeout", 30.0)  # longer waits fail with a message
@@ -79,8 +80,9 @@ class TutorBot(discord.Client):
         await super().close()
 
     async def on_ready(self) -> None:
-        log.info("ready as %s (id %s) in %d server(s)", self.user, self.user.id,
-                 len(self.guilds))
+        shards = getattr(self, "shard_ids", None) or [getattr(self, "shard_id", None)]
+        log.info("ready as %s (id %s) in %d server(s), shard(s) %s", self.user, self.user.id,
+                 len(self.guilds), shards)
 
     async def _on_command_error(self, interaction: discord.Interaction,
                                 error: app_commands.AppCommandError) -> None:
@@ -104,6 +106,26 @@ class TutorBot(discord.Client):
         except Exception:  # noqa: BLE001
             log.exception("code reply failed: message=%s author=%s", message.id,
                           message.author.id)
+
+
+class TutorBot(TutorClient, discord.Client):
+    """One gateway connection: enough for up to ~2,500 servers."""
+
+
+class ShardedTutorBot(TutorClient, discord.AutoShardedClient):
+    """Several shards in one process (discord.py's AutoShardedClient): Discord's shard
+    count, or the one configured; with shard ids, this process runs only those shards."""
+
+
+def make_bot(tutor: Tutor, settings) -> discord.Client:
+    options = {"dev_guild_id": settings.discord_dev_guild_id, "reminders": settings.reminders}
+    if settings.discord_shard_count is None and not settings.discord_shard_ids:
+        return TutorBot(tutor, **options)
+    if settings.discord_shard_count is not None:
+        options["shard_count"] = settings.discord_shard_count
+    if settings.discord_shard_ids:
+        options["shard_ids"] = settings.discord_shard_ids
+    return ShardedTutorBot(tutor, **options)
 
 
 def _field_values(node, custom_id: str) -> Iterator[str]:
@@ -135,8 +157,7 @@ def run(settings) -> int:
     upgrade(engine)
     tutor = Tutor(Store(engine), DeckLibrary.load(), clock=lambda: datetime.now(UTC))
     sandbox = start_sandbox(tutor) if settings.sandbox else None
-    bot = TutorBot(tutor, dev_guild_id=settings.discord_dev_guild_id,
-                   reminders=settings.reminders)
+    bot = make_bot(tutor, settings)
     try:
         bot.run(settings.token, log_handler=None)  # logging is configured by the CLI
     except discord.LoginFailure:
