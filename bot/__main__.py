@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
-import logging
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -76,9 +75,10 @@ def cmd_practice(args) -> int:
 
 
 def cmd_run(args) -> int:
+    from bot.observability import configure_logging
+
     settings = _settings()
-    logging.basicConfig(level=settings.log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(settings.log_level, settings.log_format)
     if not settings.token:
         print(NO_TOKEN, file=sys.stderr)
         return 2

@@ -24,6 +24,10 @@ class Settings(BaseSettings):
     discord_shard_count: int | None = None
     discord_shard_ids: list[int] | None = None
     log_level: str = "INFO"
+    log_format: str = "text"  # or "json": one object per line, for log shippers
+    # /healthz and /metrics (Prometheus) on this local port; unset: not served.
+    metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
     # Judge code cards in the sandbox worker (needs Linux namespaces; off: no code cards).
     sandbox: bool = True
     # Sweep for due daily reminders every minute (one process per database, or PostgreSQL).

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime
 from typing import Literal
 
+from bot.observability import record_answer
 from content.loader import AnyCard, DeckLibrary
 from content.schema import ChoiceCard, CodeCard, FillInCard
 from scheduler.grading import DEFAULT_POLICY, MAX_ATTEMPTS, GradePolicy, needs_drill, quality_for
@@ -317,6 +318,8 @@ class Tutor:
             recorded = self.store.record(record)
         except StaleReview:
             raise StaleCard("This card was already answered elsewhere.") from None
+        if not recorded.duplicate:
+            record_answer(served.kind, recorded.correct)
         return Verdict(served, recorded.correct, True, findings, recorded.quality,
                        recorded.due_day, recorded.interval, recorded.duplicate)
 

@@ -111,6 +111,10 @@ class Store(ReminderQueries, ServedQueries):
             set_={"last_seen_at": self._upsert_member.excluded.last_seen_at},
         )
 
+    def ping(self) -> bool:
+        with self.engine.connect() as conn:
+            return conn.exec_driver_sql("SELECT 1").scalar() == 1
+
     # -- learners ------------------------------------------------------------------------
 
     def learner(self, external_id: str, *, display_name: str = "", now: datetime) -> Learner:

@@ -8,10 +8,13 @@ mistake explanation.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import socket
 import sys
 from datetime import UTC, datetime, timedelta
 
+import aiohttp
 import pytest
 
 from bot.tutor import Tutor
@@ -38,12 +41,36 @@ def seed_due_review(db_url: str, user_id: str) -> None:
     engine.dispose()
 
 
-async def launch_tutor(server: OfflineDiscord, tmp_path, db_url: str) -> BotProcess:
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+async def get_when(url: str, status: int, timeout: float = 15.0) -> tuple[int, str]:
+    """GET url until it answers `status` (the bot may still be connecting)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    async with aiohttp.ClientSession() as session:
+        while True:
+            try:
+                async with session.get(url) as response:
+                    text = await response.text()
+                    if response.status == status or asyncio.get_running_loop().time() > deadline:
+                        return response.status, text
+            except aiohttp.ClientConnectionError:
+                if asyncio.get_running_loop().time() > deadline:
+                    raise
+            await asyncio.sleep(0.2)
+
+
+async def launch_tutor(server: OfflineDiscord, tmp_path, db_url: str,
+                       metrics_port: int) -> BotProcess:
     log = tmp_path / "tutor.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("DISCORD_")}
     env.update(DISCORD_TOKEN="offline-token", DISCORD_API_BASE_URL=server.api_base,
                DISCORD_GATEWAY_URL=server.gateway_url, DATABASE_URL=db_url,
-               PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1", LOG_LEVEL="INFO")
+               PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1", LOG_LEVEL="INFO",
+               METRICS_PORT=str(metrics_port))
     with log.open("wb") as out:
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "bot", "run", cwd=tmp_path, env=env, stdout=out,
@@ -58,7 +85,8 @@ async def test_tutor_run_serves_review_and_explains_a_wrong_click(tmp_path):
     guild = server.create_guild("Study Hall", members=[alice])
     db_url = sqlite_url(tmp_path / "tutor.db")
     seed_due_review(db_url, alice["id"])
-    bot = await launch_tutor(server, tmp_path, db_url)
+    metrics_port = free_port()
+    bot = await launch_tutor(server, tmp_path, db_url, metrics_port)
     try:
         identify = await server.wait_ready(timeout=20)
         assert identify["token"] == "offline-token"
@@ -83,6 +111,12 @@ async def test_tutor_run_serves_review_and_explains_a_wrong_click(tmp_path):
         assert feedback["title"] == "Not quite. 2 attempts left."
         assert option.says in feedback["description"]
         assert deck.mistake(option.mistake).explanation[:60] in feedback["description"]
+
+        status, health = await get_when(f"http://127.0.0.1:{metrics_port}/healthz", 200)
+        assert status == 200, health
+        assert json.loads(health)["checks"] == {"gateway": True, "database": True}
+        _, metrics = await get_when(f"http://127.0.0.1:{metrics_port}/metrics", 200)
+        assert "tutor_gateway_latency_seconds" in metrics
     finally:
         rc = await bot.stop()
         await server.stop()

@@ -21,6 +21,7 @@ from bot.discord_ui.components import DYNAMIC_ITEMS, MODAL_TEMPLATE, dispatch
 from bot.discord_ui.flow import CardFlow
 from bot.discord_ui.reminders import ReminderButton, ReminderService
 from bot.discord_ui.replies import apologise
+from bot.observability import HealthServer
 from bot.sandbox.judge import BackgroundSandbox
 from bot.settings import DISCORD_API, DISCORD_GATEWAY
 from bot.tutor import Tutor
@@ -46,13 +47,17 @@ def use_endpoints(api_base_url: str, gateway_url: str) -> None:
 class TutorClient:
     """The tutor on a discord.py client; TutorBot and ShardedTutorBot pick the client."""
     def __init__(self, tutor: Tutor, *, dev_guild_id: int | None = None,
-                 reminders: bool = False, **options):
+                 reminders: bool = False, metrics: tuple[str, int] | None = None, **options):
         options.setdefault("max_ratelimit_timeout", 30.0)  # longer waits fail with a message
         super().__init__(intents=intents(), **options)
         self.flow = CardFlow(tutor)
         self.community = Community(self.flow)
         self.dev_guild_id = dev_guild_id
         self.reminders = ReminderService(self, tutor.store, tutor.clock) if reminders else None
+        self.metrics_address = metrics
+        self.health = HealthServer(
+            {"gateway": lambda: self.is_ready() and not self.is_closed(),
+             "database": tutor.store.ping}, latency=lambda: self.latency)
         self.tree = app_commands.CommandTree(self)
         for command in [*build_commands(self.flow, self.community),
                         *build_community_commands(self.community)]:
@@ -63,6 +68,9 @@ class TutorClient:
         self.add_dynamic_items(*DYNAMIC_ITEMS, ReminderButton, BoardButton, ReviewCardButton)
         if self.reminders:
             self.reminders.start()
+        if self.metrics_address:
+            await self.health.start(*self.metrics_address)
+            log.info("serving /healthz and /metrics on %s:%d", *self.metrics_address)
         if self.dev_guild_id:
             guild = discord.Object(id=self.dev_guild_id)
             self.tree.copy_global_to(guild=guild)
@@ -77,6 +85,7 @@ class TutorClient:
     async def close(self) -> None:
         if self.reminders:
             self.reminders.stop()
+        await self.health.stop()
         await super().close()
 
     async def on_ready(self) -> None:
@@ -118,7 +127,9 @@ class ShardedTutorBot(TutorClient, discord.AutoShardedClient):
 
 
 def make_bot(tutor: Tutor, settings) -> discord.Client:
-    options = {"dev_guild_id": settings.discord_dev_guild_id, "reminders": settings.reminders}
+    options = {"dev_guild_id": settings.discord_dev_guild_id, "reminders": settings.reminders,
+               "metrics": (settings.metrics_host, settings.metrics_port)
+               if settings.metrics_port else None}
     if settings.discord_shard_count is None and not settings.discord_shard_ids:
         return TutorBot(tutor, **options)
     if settings.discord_shard_count is not None:

@@ -10,6 +10,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.discord_ui.components import dispatch
 from bot.discord_ui.replies import CLOSED_DMS, retrying
+from bot.observability import record_reminders
 from scheduler.reminders import DMClosed, Reminder, ReminderSweep
 
 log = logging.getLogger(__name__)
@@ -99,6 +100,7 @@ class ReminderService:
         except Exception:  # noqa: BLE001 - the next minute tries again
             log.exception("reminder sweep failed")
             return
+        record_reminders(report)
         if report.claimed:
             log.info("reminders: %d sent, %d via a server channel, %d unreachable, "
                      "%d with nothing due, %d too late, %d failed", report.sent,

@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 
+from bot.observability import record_sandbox
 from bot.sandbox.client import SandboxBusy, SandboxClient
 from bot.sandbox.protocol import MEMORY, OK, OUTPUT_LIMIT, REFUSED, TIMEOUT
 from bot.tutor import CodeReport, TryAgain
@@ -54,10 +56,12 @@ class SandboxJudge:
     def __call__(self, card: CodeCard, code: str, learner: object = None) -> CodeReport:
         run = self.client.run(code, learner=None if learner is None else str(learner),
                               mode="check", checker=card.checker, device=self.device)
+        started = time.perf_counter()
         try:
             result = asyncio.run_coroutine_threadsafe(run, self.loop).result(self.timeout_s)
         except SandboxBusy as exc:
             raise TryAgain(str(exc)) from None
+        record_sandbox(result.get("status", "error"), time.perf_counter() - started)
         return report_from(result)
 
 

@@ -1,0 +1,109 @@
+"""Structured logs, Prometheus metrics and a health endpoint for the running bot.
+
+Metrics live in their own registry (tests and several bots in one process stay apart);
+`/metrics` and `/healthz` are served on a local port only when METRICS_PORT is set.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+REGISTRY = CollectorRegistry()
+ANSWERS = Counter("tutor_answers_total", "Graded answers recorded",
+                  ["kind", "correct"], registry=REGISTRY)
+SANDBOX_SECONDS = Histogram("tutor_sandbox_seconds", "Code check latency through the sandbox",
+                            buckets=(0.025, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30),
+                            registry=REGISTRY)
+SANDBOX_VERDICTS = Counter("tutor_sandbox_verdicts_total", "Sandbox verdicts", ["status"],
+                           registry=REGISTRY)
+REMINDERS = Counter("tutor_reminders_total", "Reminders handled by the sweep", ["result"],
+                    registry=REGISTRY)
+GATEWAY_LATENCY = Gauge("tutor_gateway_latency_seconds", "Discord gateway heartbeat latency",
+                        registry=REGISTRY)
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message, and the exception if any."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S%z"),
+                 "level": record.levelname, "logger": record.name,
+                 "message": record.getMessage()}
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False)
+
+
+def configure_logging(level: str, fmt: str) -> None:
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(
+        "%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
+
+
+def record_answer(kind: str, correct: bool) -> None:
+    ANSWERS.labels(kind=kind, correct=str(correct).lower()).inc()
+
+
+def record_sandbox(status: str, seconds: float) -> None:
+    SANDBOX_VERDICTS.labels(status=status).inc()
+    SANDBOX_SECONDS.observe(seconds)
+
+
+def record_reminders(report) -> None:
+    for result in ("sent", "via_channel", "unreachable", "nothing_due", "too_late", "failed"):
+        if count := getattr(report, result):
+            REMINDERS.labels(result=result).inc(count)
+
+
+class HealthServer:
+    """`/healthz` (200 while the gateway is connected and the database answers, else 503)
+    and `/metrics` on a local port."""
+
+    def __init__(self, checks: dict[str, Callable[[], bool]],
+                 latency: Callable[[], float] | None = None):
+        self.checks, self.latency = checks, latency
+        self.started = time.monotonic()
+        self._runner: web.AppRunner | None = None
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_get("/healthz", self.healthz)
+        app.router.add_get("/metrics", self.metrics)
+        return app
+
+    async def healthz(self, request: web.Request) -> web.Response:
+        results = {}
+        for name, check in self.checks.items():
+            try:
+                results[name] = bool(check())
+            except Exception:  # noqa: BLE001 - a failing check is an unhealthy answer
+                results[name] = False
+        healthy = all(results.values())
+        body = {"status": "ok" if healthy else "unhealthy", "checks": results,
+                "uptime_s": round(time.monotonic() - self.started, 1)}
+        return web.json_response(body, status=200 if healthy else 503)
+
+    async def metrics(self, request: web.Request) -> web.Response:
+        if self.latency is not None:
+            latency = self.latency()
+            if latency == latency and latency != float("inf"):  # NaN/inf before READY
+                GATEWAY_LATENCY.set(latency)
+        return web.Response(body=generate_latest(REGISTRY),
+                            headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def start(self, host: str, port: int) -> None:
+        self._runner = web.AppRunner(self.app())
+        await self._runner.setup()
+        await web.TCPSite(self._runner, host, port).start()
+
+    async def stop(self) -> None:
+        if self._runner:
+            await self._runner.cleanup()

@@ -1,0 +1,46 @@
+"""/healthz, /metrics and JSON logs."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from aiohttp.test_utils import TestClient, TestServer
+
+from bot.observability import HealthServer, JsonFormatter
+from tests.test_tutor import RIGHT
+
+
+async def test_healthz_reports_each_check_and_fails_when_one_does(store):
+    healthy = {"gateway": lambda: True, "database": store.ping}
+    async with TestClient(TestServer(HealthServer(healthy).app())) as client:
+        response = await client.get("/healthz")
+        body = await response.json()
+        assert response.status == 200 and body["checks"] == {"gateway": True, "database": True}
+
+    def broken() -> bool:
+        raise RuntimeError("database is locked")
+
+    async with TestClient(TestServer(HealthServer({"database": broken}).app())) as client:
+        response = await client.get("/healthz")
+        assert response.status == 503 and (await response.json())["status"] == "unhealthy"
+
+
+async def test_metrics_count_answers_and_show_gateway_latency(tutor):
+    learner = tutor.learner("local:metrics")
+    served = tutor.next_card(learner)
+    tutor.answer(served, RIGHT[served.card_id])
+    server = HealthServer({}, latency=lambda: 0.042)
+    async with TestClient(TestServer(server.app())) as client:
+        text = await (await client.get("/metrics")).text()
+    assert 'tutor_answers_total{correct="true",kind="new"}' in text
+    assert "tutor_gateway_latency_seconds 0.042" in text
+    assert "tutor_sandbox_seconds_bucket" in text and "tutor_reminders_total" in text
+
+
+def test_json_logs_are_one_object_per_line():
+    record = logging.LogRecord("bot.flow", logging.ERROR, __file__, 1, "failed: %s", ("x",),
+                               None)
+    entry = json.loads(JsonFormatter().format(record))
+    assert (entry["level"], entry["logger"], entry["message"]) == ("ERROR", "bot.flow",
+                                                                   "failed: x")
