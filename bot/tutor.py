@@ -194,12 +194,17 @@ class Tutor:
                  if only is None or card.id == only}
         today = self.today(learner)
         states = {s.card_id: s for s in self.store.states(learner.id) if s.card_id in cards}
+        # Reviewed before the card's content changed: due now, and starting over.
+        relearn = {s.card_id for s in states.values()
+                   if s.card_rev < cards[s.card_id].meaning_rev}
         due = sorted(
-            (s for s in states.values() if s.due_day <= today),
-            key=lambda s: (s.due_day, s.ef100, s.card_id),
+            (s for s in states.values() if s.due_day <= today or s.card_id in relearn),
+            key=lambda s: (s.card_id not in relearn, s.due_day, s.ef100, s.card_id),
         )
         if mode in ("auto", "review", "practice") and due:
-            return self._serve(learner, cards[due[0].card_id], "review", due[0], guild_id)
+            card = cards[due[0].card_id]
+            return self._serve(learner, card, "review", due[0], guild_id,
+                               reset=card.id in relearn)
         unseen = [card for card in cards.values() if card.id not in states]
         if mode in ("auto", "learn") and unseen and self._new_left(learner, today) > 0:
             return self._serve(learner, unseen[0], "new", None, guild_id)
@@ -221,7 +226,9 @@ class Tutor:
         return max(0, learner.new_per_day - self.store.new_cards_on(learner.id, today))
 
     def _serve(self, learner: Learner, card: AnyCard, kind: Kind,
-               state: CardState | None, guild_id: int | None) -> Served:
+               state: CardState | None, guild_id: int | None, reset: bool = False) -> Served:
+        """`reset`: the learner's SM-2 progress on this card starts over (its content
+        changed); the row is still updated under its review-count guard."""
         if guild_id is not None:
             self.store.touch_guild(guild_id, learner.id, self.clock())
         now = self.clock()
@@ -232,9 +239,9 @@ class Tutor:
             card_rev=card.rev,
             kind=kind,
             served_at=now,
-            state=NEW if state is None else SM2State(state.ef100, state.repetitions,
-                                                     state.interval),
-            lapses=0 if state is None else state.lapses,
+            state=NEW if state is None or reset else SM2State(state.ef100, state.repetitions,
+                                                              state.interval),
+            lapses=0 if state is None or reset else state.lapses,
             review_count=None if state is None else state.review_count,
             guild_id=guild_id,
             timezone=learner.timezone,
@@ -245,7 +252,7 @@ class Tutor:
         if not self.library.has_card(served.card_id):
             raise StaleCard("This card is no longer in the deck.")
         card = self.library.card(served.card_id)
-        if card.rev != served.card_rev:
+        if served.card_rev < card.meaning_rev:  # a typo fix alone keeps it answerable
             raise StaleCard("This card was changed since it was served; ask for a new one.")
         return card
 

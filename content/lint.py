@@ -39,6 +39,8 @@ def _deck_problems(deck: Deck) -> Iterator[Problem]:
     used: set[str] = set()
     for index, card in enumerate(deck.cards):
         base: Path = ("cards", index)
+        if card.content_rev and card.content_rev > card.rev:
+            yield (*base, "content_rev"), "content_rev cannot be newer than rev"
         if not card.id.startswith(deck.id + "/"):
             yield (*base, "id"), f"card id '{card.id}' must start with the deck id '{deck.id}/'"
         refs: list[tuple[Path, str]] = []

@@ -61,7 +61,16 @@ class Blank(Strict):
 
 class CardBase(Strict):
     id: CardId
-    rev: int = Field(ge=1, description="Bump on a content change.")
+    rev: int = Field(ge=1, description="Bump on every edit.")
+    content_rev: int | None = Field(
+        default=None, ge=1,
+        description="The rev whose edit last changed what the card asks or accepts "
+                    "(default: rev). Learners who reviewed an older content start over; a "
+                    "typo fix bumps only rev and keeps their progress.")
+
+    @property
+    def meaning_rev(self) -> int:
+        return self.content_rev or self.rev
     difficulty: Difficulty
     topics: list[Slug] = Field(min_length=1)
     prompt: Text

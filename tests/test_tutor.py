@@ -17,7 +17,8 @@ from bot.tutor import (
     Tutor,
     correct_answer,
 )
-from content.loader import DeckLibrary
+from content.loader import DeckLibrary, parse_deck
+from tests.conftest import FIXTURES
 
 RIGHT = {
     "mini/clear": {"method": "zero_grad"},
@@ -189,13 +190,50 @@ def test_two_servings_of_one_card_record_only_the_first(tutor, store):
     assert store.review(two.serve_id) is None
 
 
-def test_a_changed_or_removed_card_is_stale(tutor):
+def edited_library(rev: int, content_rev: int) -> DeckLibrary:
+    """The mini deck after an edit of mini/clear."""
+    text = (FIXTURES / "mini.yaml").read_text().replace(
+        "  - id: mini/clear\n    type: fill_in\n    rev: 1\n",
+        f"  - id: mini/clear\n    type: fill_in\n    rev: {rev}\n    content_rev: {content_rev}\n")
+    assert f"rev: {rev}" in text
+    return DeckLibrary([parse_deck(text)])
+
+
+def test_a_changed_or_removed_card_is_stale(tutor, store, clock):
     learner = tutor.learner("local:ann")
     served = tutor.next_card(learner)
+    content_edit = Tutor(store, edited_library(2, 2), clock=clock)
     with pytest.raises(StaleCard, match="changed"):
-        tutor.answer(replace(served, card_rev=served.card_rev + 1), RIGHT["mini/clear"])
+        content_edit.answer(served, RIGHT["mini/clear"])
+    typo_fix = Tutor(store, edited_library(2, 1), clock=clock)
+    assert typo_fix.answer(served, RIGHT["mini/clear"]).correct  # still answerable
+    assert store.state(learner.id, "mini/clear").card_rev == 2
     with pytest.raises(StaleCard, match="no longer"):
         tutor.answer(replace(served, card_id="mini/gone"), RIGHT["mini/clear"])
+
+
+def test_a_typo_fix_keeps_progress_and_a_content_change_starts_over(store, mini_library,
+                                                                   clock):
+    tutor = Tutor(store, mini_library, clock=clock)
+    learner = tutor.learner("local:ann")
+    for _ in range(3):  # three reviews of mini/clear: interval 17 ahead
+        served = tutor.next_card(learner, mode="practice", topic="basics")
+        if served.kind == "cram":
+            clock.advance(days=40)
+            served = tutor.next_card(learner, mode="review")
+        tutor.answer(served, RIGHT["mini/clear"])
+    before = store.state(learner.id, "mini/clear")
+    assert before.repetitions >= 2
+    typo = Tutor(store, edited_library(2, 1), clock=clock)
+    assert typo.next_card(learner, mode="review") is None or \
+        typo.next_card(learner, mode="review").card_id != "mini/clear"
+    content = Tutor(store, edited_library(3, 3), clock=clock)
+    served = content.next_card(learner, mode="review")
+    assert (served.card_id, served.kind, served.state.repetitions) == ("mini/clear", "review", 0)
+    verdict = content.answer(served, RIGHT["mini/clear"])
+    after = store.state(learner.id, "mini/clear")
+    assert (verdict.interval, after.repetitions, after.card_rev) == (1, 1, 3)
+    assert store.reviews_on(learner.id, clock.now.date())  # history kept
 
 
 def test_code_cards_need_the_sandbox(tutor):
