@@ -177,9 +177,9 @@ async def test_a_card_changed_since_serving_is_stale(world, store):
     card = (await ann.slash(channel, "practice", topic="concept")).response
     sid = served_id(card)
     served = store.load_served(sid).served
-    with store.engine.begin() as conn:  # as if the deck's card got a new revision
+    with store.engine.begin() as conn:  # as if served before the card's content changed
         conn.execute(served_t.update().where(served_t.c.serve_id == sid)
-                     .values(served={**served, "card_rev": served["card_rev"] + 1}))
+                     .values(served={**served, "card_rev": served["card_rev"] - 1}))
     result = await ann.click(card, label="D")
     assert "changed since it was served" in result.response.embeds[0].description
     assert custom_ids(result.response) == ["srs:next:auto"]
