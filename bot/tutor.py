@@ -9,7 +9,7 @@ custom_id) and the engine stays stateless between calls.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from datetime import date, datetime
 from typing import Literal
@@ -169,12 +169,15 @@ class Tutor:
 
     # -- choosing a card -----------------------------------------------------------------
 
-    def servable(self, deck_id: str | None = None, topic: str | None = None) -> list[AnyCard]:
-        """Cards this tutor can judge (code cards only with a sandbox), in deck order."""
+    def servable(self, deck_id: str | None = None, topic: str | None = None,
+                 decks: Collection[str] | None = None) -> list[AnyCard]:
+        """Cards this tutor can judge (code cards only with a sandbox), in deck order;
+        `decks` limits them to a server's enabled decks."""
         return [
             card for card in self.library.cards(deck_id)
             if (self.code_judge or not isinstance(card, CodeCard))
             and (topic is None or topic in card.topics)
+            and (decks is None or self.library.deck_of(card.id).id in decks)
         ]
 
     def next_card(
@@ -186,11 +189,12 @@ class Tutor:
         topic: str | None = None,
         guild_id: int | None = None,
         only: str | None = None,
+        decks: Collection[str] | None = None,
     ) -> Served | None:
         """Due reviews (most overdue first), then new cards within the daily limit, then
         rule-7 drills of cards that scored below 4 today. `practice` serves any card;
         `only` limits the choice to one card."""
-        cards = {card.id: card for card in self.servable(deck_id, topic)
+        cards = {card.id: card for card in self.servable(deck_id, topic, decks)
                  if only is None or card.id == only}
         today = self.today(learner)
         states = {s.card_id: s for s in self.store.states(learner.id) if s.card_id in cards}

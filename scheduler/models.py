@@ -169,3 +169,5 @@ class GuildSettings(SQLModel, table=True):
     # A new season restarts the all-time board; the history itself is never deleted.
     season: int = Field(default=1)
     season_started_at: datetime | None = Field(default=None, sa_column=_utc_column(True))
+    # The deck ids this server plays; None: every loaded deck.
+    decks: list | None = Field(default=None, sa_column=Column(JSON, nullable=True))

@@ -232,4 +232,26 @@ def build_commands(flow: CardFlow, community: Community
 
     board_settings.autocomplete("timezone")(timezone_names)
 
+    @server.command(name="decks", description="Choose which decks this server plays.")
+    @app_commands.describe(deck="A deck id", enabled="Play it here or not")
+    async def server_decks(interaction: discord.Interaction, deck: str, enabled: bool) -> None:
+        loaded = list(tutor.library.decks)
+        if deck not in loaded:
+            await reply(interaction, f"No deck '{deck}'. Decks: {', '.join(loaded)}.")
+            return
+        current = store.guild_settings(interaction.guild_id).decks or loaded
+        chosen = [d for d in loaded if (d in current and d != deck) or (d == deck and enabled)]
+        if not chosen:
+            await reply(interaction, "At least one deck has to stay on.")
+            return
+        store.update_guild_settings(interaction.guild_id,
+                                    decks=None if chosen == loaded else chosen)
+        await reply(interaction, "Decks played here: " + ", ".join(
+            f"**{tutor.library.deck(d).title}**" for d in chosen) + ".")
+
+    @server_decks.autocomplete("deck")
+    async def deck_ids(interaction, current: str) -> list[app_commands.Choice[str]]:
+        return [app_commands.Choice(name=deck.title[:100], value=deck_id)
+                for deck_id, deck in tutor.library.decks.items() if current in deck_id][:25]
+
     return [review, learn, practice, stats, settings, forget_me, server]

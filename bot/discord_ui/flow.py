@@ -61,8 +61,10 @@ class CardFlow:
                     *, ephemeral: bool = True, edit: bool = False,
                     card_id: str | None = None) -> None:
         learner = self.learner(interaction.user)
+        decks = (self.store.guild_settings(interaction.guild_id).decks
+                 if interaction.guild_id else None)
         served = self.tutor.next_card(learner, mode=mode, topic=topic,
-                                      guild_id=interaction.guild_id, only=card_id)
+                                      guild_id=interaction.guild_id, only=card_id, decks=decks)
         if served is None:
             await self._nothing(interaction, learner, mode, edit)
             return

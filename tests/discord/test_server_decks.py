@@ -1,0 +1,38 @@
+"""Several decks loaded at once; each server plays the ones its admins enabled."""
+
+from __future__ import annotations
+
+import discord
+import pytest
+
+from bot.discord_ui.client import TutorBot
+from bot.tutor import Tutor
+from content.loader import DECKS_DIR, DeckLibrary
+from tests.conftest import FIXTURES
+
+
+@pytest.fixture
+def simcord_bot(store, clock) -> TutorBot:
+    library = DeckLibrary.load([DECKS_DIR, FIXTURES / "mini.yaml"])
+    return TutorBot(Tutor(store, library, clock=clock))
+
+
+async def test_admins_choose_the_decks_a_server_plays(world, simcord_env, store):
+    guild, channel, ann, _ = world
+    admins = guild.create_role("Admins", permissions=discord.Permissions(manage_guild=True))
+    admin = guild.add_member(simcord_env.create_user("root"), roles=[admins])
+    first = await ann.slash(channel, "learn")
+    assert first.response.embeds[0].footer.text.endswith("gradient-accumulation/zero-grad")
+    choices = await admin.autocomplete(channel, "server-settings decks", "deck", "mi")
+    assert [c["value"] for c in choices] == ["mini"]
+    off = await admin.slash(channel, "server-settings decks", deck="gradient-accumulation",
+                            enabled=False)
+    assert off.response.content == "Decks played here: **Mini deck**."
+    assert store.guild_settings(guild.id).decks == ["mini"]
+    mini = await ann.slash(channel, "practice")
+    assert mini.response.embeds[0].footer.text.endswith("mini/clear")
+    last = await admin.slash(channel, "server-settings decks", deck="mini", enabled=False)
+    assert "At least one deck" in last.response.content
+    await admin.slash(channel, "server-settings decks", deck="gradient-accumulation",
+                      enabled=True)
+    assert store.guild_settings(guild.id).decks is None  # every deck again
