@@ -134,6 +134,17 @@ def cmd_sandbox_run(args) -> int:
     return 0 if report["status"] == OK else 1
 
 
+def cmd_sandbox_serve(args) -> int:
+    """Run the sandbox worker as a service several bot processes share."""
+    import os
+
+    from bot.sandbox.client import PROJECT_ROOT, worker_environment
+
+    os.chdir(PROJECT_ROOT)
+    os.execve(sys.executable, [sys.executable, "-m", "bot.sandbox.worker", "--listen",
+                               args.listen], worker_environment())
+
+
 def cmd_check(args) -> int:
     """Judge a code answer for a code card, as the bot would."""
     from bot.sandbox.judge import report_from
@@ -267,6 +278,11 @@ def build_parser() -> argparse.ArgumentParser:
         dest="sandbox_command", required=True)
     _code_file_arguments(sandbox.add_parser("run", help="run a Python file under the sandbox"),
                          cmd_sandbox_run)
+    serve = sandbox.add_parser("serve", help="run the sandbox as a service (bots connect with "
+                                             "SANDBOX_ADDRESS)")
+    serve.add_argument("--listen", default="unix:/run/tutor-sandbox.sock",
+                       help="unix:/path or tcp:127.0.0.1:PORT")
+    serve.set_defaults(func=cmd_sandbox_serve)
 
     db = sub.add_parser("db", help="database maintenance").add_subparsers(
         dest="db_command", required=True)

@@ -30,6 +30,9 @@ class Settings(BaseSettings):
     metrics_host: str = "127.0.0.1"
     # Judge code cards in the sandbox worker (needs Linux namespaces; off: no code cards).
     sandbox: bool = True
+    # A running `tutor sandbox serve` (unix:/path or tcp:host:port) to use instead of a
+    # worker of this process's own.
+    sandbox_address: str | None = None
     # Sweep for due daily reminders every minute (one process per database, or PostgreSQL).
     reminders: bool = True
 

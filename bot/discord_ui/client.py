@@ -22,6 +22,7 @@ from bot.discord_ui.flow import CardFlow
 from bot.discord_ui.reminders import ReminderButton, ReminderService
 from bot.discord_ui.replies import apologise
 from bot.observability import HealthServer
+from bot.sandbox.client import SandboxClient
 from bot.sandbox.judge import BackgroundSandbox
 from bot.settings import DISCORD_API, DISCORD_GATEWAY
 from bot.tutor import Tutor
@@ -167,7 +168,7 @@ def run(settings) -> int:
     engine = make_engine(settings.database_url)
     upgrade(engine)
     tutor = Tutor(Store(engine), DeckLibrary.load(), clock=lambda: datetime.now(UTC))
-    sandbox = start_sandbox(tutor) if settings.sandbox else None
+    sandbox = start_sandbox(tutor, settings.sandbox_address) if settings.sandbox else None
     bot = make_bot(tutor, settings)
     try:
         bot.run(settings.token, log_handler=None)  # logging is configured by the CLI
@@ -184,15 +185,15 @@ def run(settings) -> int:
     return 0
 
 
-def start_sandbox(tutor: Tutor) -> BackgroundSandbox | None:
+def start_sandbox(tutor: Tutor, address: str | None = None) -> BackgroundSandbox | None:
     """Code cards are served only when their answers can be judged. The sandbox client
     lives on its own loop thread, so its I/O never waits on the gateway's loop."""
-    sandbox = BackgroundSandbox()
+    sandbox = BackgroundSandbox(SandboxClient(address=address))
     try:
         tutor.code_judge = sandbox.start()
     except Exception:  # noqa: BLE001
         log.exception("the code sandbox could not start: code cards are off")
         sandbox.stop()
         return None
-    log.info("code sandbox ready (worker pid %s)", sandbox.client.worker_pid)
+    log.info("code sandbox ready (%s)", address or f"worker pid {sandbox.client.worker_pid}")
     return sandbox

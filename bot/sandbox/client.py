@@ -27,6 +27,17 @@ log = logging.getLogger(__name__)
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
+async def connect(address: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """"unix:/path" or "tcp:host:port" (loopback: the protocol has no authentication)."""
+    kind, _, where = address.partition(":")
+    if kind == "unix":
+        return await asyncio.open_unix_connection(where, limit=1 << 22)
+    if kind == "tcp":
+        host, _, port = where.rpartition(":")
+        return await asyncio.open_connection(host, int(port), limit=1 << 22)
+    raise ValueError(f"sandbox address must be unix:/path or tcp:host:port, not {address!r}")
+
+
 class SandboxBusy(Exception):
     """Not admitted; the message says why and what to do."""
 
@@ -46,13 +57,17 @@ def worker_environment() -> dict[str, str]:
 class SandboxClient:
     def __init__(self, *, limits: Limits | None = None, parallel: int | None = None,
                  max_queue: int = 32, runs_per_minute: int = 6,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, address: str | None = None):
+        """`address` ("unix:/path" or "tcp:host:port"): use a running `tutor sandbox serve`
+        (shared by several bot processes) instead of starting a worker of our own."""
+        self.address = address
         self.limits = limits or Limits()
         self.parallel = parallel
         self.max_queue = max_queue
         self.runs_per_minute = runs_per_minute
         self.clock = clock
         self._proc: asyncio.subprocess.Process | None = None
+        self._writer: asyncio.StreamWriter | None = None
         self._pending: dict[int, tuple[dict, asyncio.Future]] = {}
         self._ids = itertools.count(1)
         self._in_flight: set[str] = set()
@@ -65,23 +80,30 @@ class SandboxClient:
     # -- the worker process --------------------------------------------------------------
 
     async def start(self) -> dict:
-        """Start the worker (torch import: a few seconds) and return its info."""
+        """Start the worker (torch import: a few seconds), or connect to the shared one,
+        and return its info."""
         self._stopping = False
-        self._proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot.sandbox.worker",
-            "--limits", json.dumps(dataclasses.asdict(self.limits)),
-            *(["--parallel", str(self.parallel)] if self.parallel else []), cwd=PROJECT_ROOT,
-            env=worker_environment(), stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, limit=1 << 22)
-        self._reader = asyncio.create_task(self._read_replies(self._proc))
-        self._stderr = asyncio.create_task(self._log_stderr(self._proc))
+        if self.address:
+            reader, self._writer = await connect(self.address)
+        else:
+            self._proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "bot.sandbox.worker",
+                "--limits", json.dumps(dataclasses.asdict(self.limits)),
+                *(["--parallel", str(self.parallel)] if self.parallel else []),
+                cwd=PROJECT_ROOT, env=worker_environment(), stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, limit=1 << 22)
+            reader, self._writer = self._proc.stdout, self._proc.stdin
+            self._stderr = asyncio.create_task(self._log_stderr(self._proc))
+        self._reader = asyncio.create_task(self._read_replies(reader, self._writer))
         return await self._request({"op": "info"})
 
     async def stop(self) -> None:
         self._stopping = True
         proc, self._proc = self._proc, None
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.close()
         if proc and proc.returncode is None:
-            proc.stdin.close()
             try:
                 await asyncio.wait_for(proc.wait(), 5)
             except TimeoutError:
@@ -97,34 +119,41 @@ class SandboxClient:
     def worker_pid(self) -> int | None:
         return self._proc.pid if self._proc else None
 
-    async def _read_replies(self, proc: asyncio.subprocess.Process) -> None:
-        while line := await proc.stdout.readline():
-            with contextlib.suppress(ValueError):
-                reply = decode(line)
-                entry = self._pending.pop(reply.pop("id", None), None)
-                if entry and not entry[1].done():
-                    entry[1].set_result(reply)
-        await proc.wait()
-        if not self._stopping and proc is self._proc:
-            await self._recover(proc.returncode)
+    async def _read_replies(self, reader: asyncio.StreamReader,
+                            writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError):
+            while line := await reader.readline():
+                with contextlib.suppress(ValueError):
+                    reply = decode(line)
+                    entry = self._pending.pop(reply.pop("id", None), None)
+                    if entry and not entry[1].done():
+                        entry[1].set_result(reply)
+        returncode = await self._proc.wait() if self._proc else None
+        if not self._stopping and writer is self._writer:
+            await self._recover(returncode)
 
     async def _log_stderr(self, proc: asyncio.subprocess.Process) -> None:
         while line := await proc.stderr.readline():
             log.warning("sandbox worker: %s", line.decode(errors="replace").rstrip())
 
     async def _recover(self, returncode: int | None) -> None:
-        """The worker died: start a new one and answer every run it held."""
+        """The worker died (or the shared one went away): start or reach a new one and
+        answer every run it held."""
         self._restarts += 1
-        log.error("sandbox worker died (exit %s); restarting", returncode)
+        log.error("sandbox worker lost (exit %s); restarting", returncode)
         held, self._pending = self._pending, {}
-        try:
-            await self.start()
-        except Exception:  # noqa: BLE001
-            log.exception("sandbox worker could not be restarted")
+        self._writer = None
+        for attempt in range(5 if self.address else 1):
+            try:
+                await self.start()
+                break
+            except Exception:  # noqa: BLE001
+                log.exception("sandbox worker could not be restarted (attempt %d)", attempt + 1)
+                await asyncio.sleep(1)
         for request, future in held.values():
             if future.done():
                 continue
-            if request.get("retried") or self._proc is None:
+            if request.get("retried") or self._writer is None:
                 future.set_result({**refused("the sandbox crashed while running this code"),
                                    "status": ERROR})
             else:
@@ -138,13 +167,13 @@ class SandboxClient:
                 future.set_exception(exc)
 
     async def _request(self, request: dict) -> dict:
-        if self._proc is None or self._proc.returncode is not None:
+        if self._writer is None or (self._proc and self._proc.returncode is not None):
             raise RuntimeError("the sandbox worker is not running")
         request_id = next(self._ids)
         future = asyncio.get_running_loop().create_future()
         self._pending[request_id] = (request, future)
-        self._proc.stdin.write(encode({**request, "id": request_id}))
-        await self._proc.stdin.drain()
+        self._writer.write(encode({**request, "id": request_id}))
+        await self._writer.drain()
         return await future
 
     # -- submissions ---------------------------------------------------------------------

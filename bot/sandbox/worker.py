@@ -17,6 +17,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 os.environ["OMP_NUM_THREADS"] = "1"  # before torch: forked children must not inherit pools
@@ -312,12 +313,9 @@ def _text(data: bytearray) -> str:
     return bytes(data).decode("utf-8", "replace")
 
 
-async def serve(server: ForkServer) -> None:
-    """Answer JSON-line requests from stdin until it closes."""
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=4 * 1024 * 1024)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    out = sys.stdout.buffer
+async def answer_lines(server: ForkServer, reader: asyncio.StreamReader,
+                       write: Callable[[bytes], None]) -> None:
+    """Answer JSON-line requests from `reader` (concurrently) until it closes."""
     tasks: set[asyncio.Task] = set()
 
     async def answer(request: dict) -> None:
@@ -326,8 +324,7 @@ async def serve(server: ForkServer) -> None:
                      "pid": os.getpid()}
         else:
             reply = await server.execute(request)
-        out.write(encode({**reply, "id": request.get("id")}))
-        out.flush()
+        write(encode({**reply, "id": request.get("id")}))
 
     while line := await reader.readline():
         try:
@@ -338,7 +335,46 @@ async def serve(server: ForkServer) -> None:
         tasks.add(task)
         task.add_done_callback(tasks.discard)
     if tasks:
-        await asyncio.gather(*tasks)
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def serve_stdio(server: ForkServer) -> None:
+    """One client: the process that started us, on stdin/stdout."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=4 * 1024 * 1024)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    out = sys.stdout.buffer
+
+    def write(data: bytes) -> None:
+        out.write(data)
+        out.flush()
+
+    await answer_lines(server, reader, write)
+
+
+async def serve_socket(server: ForkServer, address: str) -> None:
+    """`tutor sandbox serve`: any number of bot processes, on a Unix socket or loopback."""
+
+    async def client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await answer_lines(server, reader, writer.write)
+        finally:
+            writer.close()
+
+    kind, _, where = address.partition(":")
+    if kind == "unix":
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(where)
+        listener = await asyncio.start_unix_server(client, where, limit=4 * 1024 * 1024)
+        os.chmod(where, 0o660)  # the bot's group may connect; nobody else
+    elif kind == "tcp":
+        host, _, port = where.rpartition(":")
+        listener = await asyncio.start_server(client, host, int(port), limit=4 * 1024 * 1024)
+    else:
+        raise SystemExit(f"--listen takes unix:/path or tcp:host:port, not {address!r}")
+    log.info("sandbox worker listening on %s", address)
+    async with listener:
+        await listener.serve_forever()
 
 
 def _warm_up(torch) -> None:
@@ -357,6 +393,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--limits", type=json.loads, default={},
                         help="JSON object overriding fields of protocol.Limits")
     parser.add_argument("--parallel", type=int, default=None)
+    parser.add_argument("--listen", help="serve on unix:/path or tcp:host:port instead of "
+                                         "stdin/stdout")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -373,8 +411,10 @@ def main(argv: list[str] | None = None) -> None:
     sc.prctl(sc.PR_SET_CHILD_SUBREAPER, 1)  # orphaned sandbox children come back to us
     server = ForkServer(Limits(**args.limits), args.parallel)
     server.refill()
+    # A service stopped with SIGTERM still gives back its waiting child and cgroup.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
-        asyncio.run(serve(server))
+        asyncio.run(serve_socket(server, args.listen) if args.listen else serve_stdio(server))
     finally:
         server.close()
 

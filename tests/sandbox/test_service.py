@@ -1,0 +1,62 @@
+"""`tutor sandbox serve`: one worker that several bot processes share over a socket."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from bot.sandbox.client import SandboxClient
+from bot.sandbox.protocol import OK
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.asyncio(loop_scope="function")
+
+
+async def wait_for_socket(path, proc, timeout=60.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not os.path.exists(path):
+        assert proc.poll() is None, "the sandbox service exited"
+        assert loop.time() < deadline, "the sandbox service did not start"
+        await asyncio.sleep(0.1)
+
+
+@pytest.mark.parametrize("kind", ["unix", "tcp"])
+async def test_two_clients_share_one_served_worker(tmp_path, kind):
+    socket_path = tmp_path / "sandbox.sock"
+    address = f"unix:{socket_path}"
+    if kind == "tcp":
+        import socket
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            address = f"tcp:127.0.0.1:{probe.getsockname()[1]}"
+    service = subprocess.Popen([sys.executable, "-m", "bot", "sandbox", "serve", "--listen",
+                                address], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+                               stderr=subprocess.PIPE)
+    try:
+        if kind == "unix":
+            await wait_for_socket(socket_path, service)
+            assert oct(socket_path.stat().st_mode & 0o777) == "0o660"
+        clients = [SandboxClient(address=address) for _ in range(2)]
+        for client in clients:
+            for _ in range(100):
+                try:
+                    info = await client.start()
+                    break
+                except OSError:
+                    await asyncio.sleep(0.1)
+            assert info["pid"] == service.pid  # the same worker, not one of their own
+        results = await asyncio.gather(*(c.run(f"print({i} * 2)", learner=f"l{i}")
+                                         for i, c in enumerate(clients)))
+        assert [(r["status"], r["stdout"]) for r in results] == [(OK, "0\n"), (OK, "2\n")]
+        for client in clients:
+            await client.stop()
+    finally:
+        service.send_signal(signal.SIGTERM)
+        service.wait(timeout=10)
