@@ -142,7 +142,7 @@ def cmd_sandbox_serve(args) -> int:
 
     os.chdir(PROJECT_ROOT)
     os.execve(sys.executable, [sys.executable, "-m", "bot.sandbox.worker", "--listen",
-                               args.listen], worker_environment())
+                               args.listen, "--mode", args.mode], worker_environment())
 
 
 def cmd_check(args) -> int:
@@ -282,6 +282,8 @@ def build_parser() -> argparse.ArgumentParser:
                                              "SANDBOX_ADDRESS)")
     serve.add_argument("--listen", default="unix:/run/tutor-sandbox.sock",
                        help="unix:/path or tcp:127.0.0.1:PORT")
+    serve.add_argument("--mode", default="660",
+                       help="Unix socket permissions, octal (666: a private shared volume)")
     serve.set_defaults(func=cmd_sandbox_serve)
 
     db = sub.add_parser("db", help="database maintenance").add_subparsers(

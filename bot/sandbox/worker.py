@@ -352,7 +352,7 @@ async def serve_stdio(server: ForkServer) -> None:
     await answer_lines(server, reader, write)
 
 
-async def serve_socket(server: ForkServer, address: str) -> None:
+async def serve_socket(server: ForkServer, address: str, mode: int = 0o660) -> None:
     """`tutor sandbox serve`: any number of bot processes, on a Unix socket or loopback."""
 
     async def client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -366,7 +366,7 @@ async def serve_socket(server: ForkServer, address: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(where)
         listener = await asyncio.start_unix_server(client, where, limit=4 * 1024 * 1024)
-        os.chmod(where, 0o660)  # the bot's group may connect; nobody else
+        os.chmod(where, mode)  # 660: the bot's group may connect; nobody else
     elif kind == "tcp":
         host, _, port = where.rpartition(":")
         listener = await asyncio.start_server(client, host, int(port), limit=4 * 1024 * 1024)
@@ -395,6 +395,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--parallel", type=int, default=None)
     parser.add_argument("--listen", help="serve on unix:/path or tcp:host:port instead of "
                                          "stdin/stdout")
+    parser.add_argument("--mode", default="660", help="the Unix socket's permissions (octal)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -414,7 +415,8 @@ def main(argv: list[str] | None = None) -> None:
     # A service stopped with SIGTERM still gives back its waiting child and cgroup.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
-        asyncio.run(serve_socket(server, args.listen) if args.listen else serve_stdio(server))
+        asyncio.run(serve_socket(server, args.listen, int(args.mode, 8)) if args.listen
+                    else serve_stdio(server))
     finally:
         server.close()
 
