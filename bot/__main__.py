@@ -200,6 +200,37 @@ def cmd_deck_dump(args) -> int:
     return 0
 
 
+def cmd_deck_import(args) -> int:
+    """Draft a deck from a practice page; every guess is flagged for an editor."""
+    from content.importer import import_file
+
+    try:
+        notes = import_file(args.page, args.output, args.deck_id, overwrite=args.force)
+    except FileExistsError:
+        print(f"{args.output} exists: choose another name, or --force", file=sys.stderr)
+        return 2
+    except (OSError, ValueError) as exc:
+        print(f"{args.page}: {exc}", file=sys.stderr)
+        return 1
+    print(f"Wrote {args.output}: a draft with {len(notes)} thing(s) to review:")
+    for note in notes:
+        print(f"  - {note}")
+    return 0
+
+
+def cmd_deck_export(args) -> int:
+    from content.anki import export_apkg
+
+    library = _library(args.deck)
+    decks = [library.deck(args.deck)] if args.deck else list(library.decks.values())
+    if len(decks) > 1:
+        print("Several decks are loaded: choose one with --deck", file=sys.stderr)
+        return 2
+    count = export_apkg(decks[0], args.anki)
+    print(f"Wrote {args.anki}: {count} note(s) from '{decks[0].id}' for Anki.")
+    return 0
+
+
 def cmd_deck_schema(args) -> int:
     from content.schema import json_schema
 
@@ -266,6 +297,16 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument("--deck")
     dump.add_argument("--json", action="store_true", help="JSON output (the only format)")
     dump.set_defaults(func=cmd_deck_dump)
+    draft = deck.add_parser("import", help="draft a deck from a practice page (seed format)")
+    draft.add_argument("page")
+    draft.add_argument("-o", "--output", required=True, help="the draft YAML to write")
+    draft.add_argument("--deck-id", help="default: from the page's file name")
+    draft.add_argument("--force", action="store_true", help="overwrite the output")
+    draft.set_defaults(func=cmd_deck_import)
+    export = deck.add_parser("export", help="export a deck for another app")
+    export.add_argument("--anki", required=True, metavar="OUT.apkg")
+    export.add_argument("--deck")
+    export.set_defaults(func=cmd_deck_export)
     schema = deck.add_parser("schema", help="print the deck JSON Schema")
     schema.add_argument("-o", "--output")
     schema.set_defaults(func=cmd_deck_schema)

@@ -96,3 +96,24 @@ def test_the_bot_process_never_imports_torch():
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                             cwd=REPO, timeout=60)
     assert result.stdout.strip() == "False", result.stderr
+
+
+def test_deck_import_drafts_a_valid_deck_from_the_seed_page_with_flags(tmp_path):
+    draft = tmp_path / "draft.yaml"
+    page = REPO / "content" / "sources" / "gradient-accumulation.txt"
+    result = tutor("deck", "import", str(page), "-o", str(draft), "--deck-id", "ga-draft")
+    assert result.returncode == 0, result.stderr
+    assert "thing(s) to review" in result.stdout and "guessed:" in result.stdout
+    assert "# GUESS:" in draft.read_text()
+    assert tutor("deck", "validate", str(draft)).returncode == 0
+    again = tutor("deck", "import", str(page), "-o", str(draft))
+    assert again.returncode == 2 and "--force" in again.stderr  # never overwrites silently
+
+
+def test_deck_export_writes_an_anki_package(tmp_path):
+    import zipfile
+
+    out = tmp_path / "deck.apkg"
+    result = tutor("deck", "export", "--anki", str(out))
+    assert result.returncode == 0 and "11 note(s)" in result.stdout
+    assert "collection.anki2" in zipfile.ZipFile(out).namelist()
