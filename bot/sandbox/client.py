@@ -84,7 +84,7 @@ class SandboxClient:
         and return its info."""
         self._stopping = False
         if self.address:
-            reader, self._writer = await connect(self.address)
+            reader, self._writer = await self._connect_when_up()
         else:
             self._proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "bot.sandbox.worker",
@@ -96,6 +96,17 @@ class SandboxClient:
             self._stderr = asyncio.create_task(self._log_stderr(self._proc))
         self._reader = asyncio.create_task(self._read_replies(reader, self._writer))
         return await self._request({"op": "info"})
+
+    async def _connect_when_up(self, wait_s: float = 60.0):
+        """The service may still be importing torch (a container that started with us)."""
+        deadline = asyncio.get_running_loop().time() + wait_s
+        while True:
+            try:
+                return await connect(self.address)
+            except OSError:
+                if asyncio.get_running_loop().time() > deadline:
+                    raise
+                await asyncio.sleep(0.5)
 
     async def stop(self) -> None:
         self._stopping = True
