@@ -29,7 +29,7 @@ async def test_two_clients_share_one_served_worker(tmp_path, kind):
             address = f"tcp:127.0.0.1:{probe.getsockname()[1]}"
     service = subprocess.Popen([sys.executable, "-m", "bot", "sandbox", "serve", "--listen",
                                 address], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
-                               stderr=subprocess.PIPE)
+                               stderr=subprocess.DEVNULL)
     try:
         clients = [SandboxClient(address=address) for _ in range(2)]
         for client in clients:  # start() waits for the service to come up
