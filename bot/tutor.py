@@ -8,6 +8,7 @@ custom_id) and the engine stays stateless between calls.
 
 from __future__ import annotations
 
+import copy
 import secrets
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
@@ -76,6 +77,13 @@ class Served:
     timezone: str = "UTC"
     rollover_hour: int = 4
 
+
+    def next_attempt(self, chosen) -> Served:
+        """This card after one more attempt (hot path: cheaper than dataclasses.replace)."""
+        attempt = copy.copy(self)
+        object.__setattr__(attempt, "attempts", self.attempts + 1)
+        object.__setattr__(attempt, "chosen", (*self.chosen, chosen))
+        return attempt
 
     def to_json(self) -> dict:
         data = {name: getattr(self, name) for name in self.__slots__}
@@ -276,8 +284,7 @@ class Tutor:
             chosen, findings = self._judge_fill_in(card, response)
         else:
             chosen, findings = self._judge_choice(card, response)
-        attempt = replace(served, attempts=served.attempts + 1,
-                          chosen=(*served.chosen, chosen))
+        attempt = served.next_attempt(chosen)
         correct = not findings
         if not correct and attempt.attempts < MAX_ATTEMPTS:
             return Verdict(attempt, False, False, findings)
@@ -296,9 +303,8 @@ class Tutor:
             mistake = self._mistake(card, mistake_id)
             findings.append(Finding("your code", "", mistake.id, mistake.title,
                                     mistake.explanation))
-        attempt = replace(served, attempts=served.attempts + 1,
-                          chosen=(*served.chosen, {"status": report.status,
-                                                   "mistakes": list(report.mistakes)}))
+        attempt = served.next_attempt({"status": report.status,
+                                       "mistakes": list(report.mistakes)})
         verdict = self._finish(attempt, card, report.passed, tuple(findings), CODE_POLICY)
         return replace(verdict, report=report)
 

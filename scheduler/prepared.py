@@ -24,6 +24,8 @@ class Prepared:
             (name, compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect))
             for name in names
         ]
+        self.names = [name for name, _ in self.binds]
+        self.unique = list(dict(self.binds).items())
         # Literals in the statement (`day_reviews + 1`) are binds with a value of their own.
         self.literals = {name: bind.value for name, bind in compiled.binds.items()
                          if not bind.required}
@@ -31,6 +33,8 @@ class Prepared:
     def __call__(self, cursor, values: dict) -> int:
         """Execute; return the number of rows written."""
         values = {**self.literals, **values} if self.literals else values
-        bound = [(n, p(values[n]) if p else values[n]) for n, p in self.binds]
-        cursor.execute(self.sql, tuple(v for _, v in bound) if self.positional else dict(bound))
+        # Each name once (a bind may appear several times in the SQL).
+        bound = {n: p(values[n]) if p else values[n] for n, p in self.unique}
+        cursor.execute(self.sql, tuple([bound[n] for n in self.names]) if self.positional
+                       else bound)
         return cursor.rowcount

@@ -262,10 +262,11 @@ class Store(ReminderQueries, ServedQueries):
 
     def _writer(self):
         """One long-lived DBAPI connection for reviews, used under a lock: a pool checkout
-        per answer would cost more than the commit itself on SQLite."""
+        per answer would cost more than the commit itself on SQLite. The pool's proxy is
+        kept (to close it properly); the driver's own connection does the work."""
         if self._write_conn is None:
             self._write_conn = self.engine.raw_connection()
-        return self._write_conn
+        return self._write_conn.driver_connection
 
     def close(self) -> None:
         with self._write_lock:
