@@ -15,11 +15,13 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime
 from typing import Literal
 
+import sqlalchemy as sa
+
 from bot.observability import record_answer
 from content.loader import AnyCard, DeckLibrary
 from content.schema import ChoiceCard, CodeCard, FillInCard
 from scheduler.grading import DEFAULT_POLICY, MAX_ATTEMPTS, GradePolicy, needs_drill, quality_for
-from scheduler.models import CardState, Learner
+from scheduler.models import Learner
 from scheduler.sm2 import NEW, SM2State, review
 from scheduler.store import ReviewRecord, StaleReview, Store
 from scheduler.studyday import due_day, study_day
@@ -238,7 +240,7 @@ class Tutor:
         return max(0, learner.new_per_day - self.store.new_cards_on(learner.id, today))
 
     def _serve(self, learner: Learner, card: AnyCard, kind: Kind,
-               state: CardState | None, guild_id: int | None, reset: bool = False) -> Served:
+               state: sa.Row | None, guild_id: int | None, reset: bool = False) -> Served:
         """`reset`: the learner's SM-2 progress on this card starts over (its content
         changed); the row is still updated under its review-count guard."""
         if guild_id is not None:
