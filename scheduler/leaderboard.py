@@ -38,10 +38,16 @@ def points_for(kind: str, correct: bool, attempts: int, hint_used: bool) -> int:
     return POINTS.get((kind, first_try, correct), 0)
 
 
+def _first_try() -> sa.ColumnElement:
+    """Right on the first attempt without a hint: the only answer that shows recall."""
+    c = log_t.c
+    return sa.and_(c.correct, c.attempts == 1, c.hint_used.is_(False))
+
+
 def _points_sql() -> sa.ColumnElement:
     """points_for in SQL, so boards are one aggregate over the log."""
     c = log_t.c
-    first_try = sa.and_(c.correct, c.attempts == 1, c.hint_used.is_(False))
+    first_try = _first_try()
     return sa.case(
         *[(sa.and_(c.kind == kind, first_try if ft else sa.not_(first_try),
                    c.correct if ok else sa.not_(c.correct)), points)
@@ -86,8 +92,7 @@ def board(engine: sa.Engine, guild_id: int, since: datetime | None, *, page: int
           per_page: int = 10, caller_id: int | None = None) -> Board:
     c = log_t.c
     points = _points_sql()
-    first_try = sa.case((sa.and_(c.correct, c.attempts == 1, c.hint_used.is_(False)), 1),
-                        else_=0)
+    first_try = sa.case((_first_try(), 1), else_=0)
     totals = (
         sa.select(c.learner_id, sa.func.sum(points).label("points"),
                   sa.func.count().label("reviews"), sa.func.sum(first_try).label("first_try"))
@@ -134,7 +139,7 @@ def insights(engine: sa.Engine, since: datetime, *, guild_id: int | None = None,
              learner_id: int | None = None, top: int = 5) -> Insights:
     """Which cards and mistakes go wrong most, for a server or one learner."""
     c = log_t.c
-    first_try = sa.and_(c.correct, c.attempts == 1, c.hint_used.is_(False))
+    first_try = _first_try()
     scope = [c.reviewed_at >= since, c.kind.in_(GRADED_KINDS)]
     scope += [c.guild_id == guild_id] if guild_id is not None else []
     scope += [c.learner_id == learner_id] if learner_id is not None else []

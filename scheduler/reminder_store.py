@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import date, datetime
 
 import sqlalchemy as sa
 
 from scheduler.models import CardState, GuildMember, GuildSettings, Learner
+from scheduler.reminders import Claimed
 
 learner_t = Learner.__table__
 state_t = CardState.__table__
 member_t = GuildMember.__table__
 guild_t = GuildSettings.__table__
-# What a reminder sweep reads of each claimed learner.
-REMINDER_FIELDS = (
-    "id", "external_id", "display_name", "timezone", "rollover_hour", "reminder_hour",
-    "quiet_start", "quiet_end", "reminders_ignored", "reminder_min_due", "next_reminder_at",
-    "streak", "streak_day",
-)
+# What a reminder sweep reads of each claimed learner: exactly the fields of Claimed.
+REMINDER_FIELDS = tuple(field.name for field in dataclasses.fields(Claimed))
 
 
 class ReminderQueries:

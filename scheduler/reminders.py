@@ -87,7 +87,7 @@ def nonce_for(learner_id: int, slot: datetime) -> str:
 
 @dataclass(frozen=True)
 class Claimed:
-    """A learner whose reminder this sweep claimed (store.REMINDER_FIELDS)."""
+    """A learner whose reminder this sweep claimed (its fields are what the claim reads)."""
 
     id: int
     external_id: str
