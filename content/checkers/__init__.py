@@ -1,17 +1,25 @@
-"""Behavioural checkers for code cards, one module per card `checker:` name.
+"""Behavioural checkers for code cards, one judge module per card `checker:` name.
 
-They run inside the sandbox worker, which has torch imported; this package itself imports
-nothing heavy, so the bot can refer to checkers without importing torch.
+A check has two halves in two processes. The observer (`OBSERVERS[name]`, imports torch)
+runs the learner's code in the sandbox's jailed child and only writes down what it did.
+The judge (`load(name)`: `plan()` and `judge(observations)`, no torch) runs in the sandbox
+service, which never runs learner code: it makes the data, knows the answer, and decides.
+This package itself imports nothing heavy, so the bot can refer to checkers freely.
 """
 
 from importlib import import_module
 from types import ModuleType
 
-NAMES = ("train_loop",)
+OBSERVERS = {"train_loop": "content.checkers._observe"}
+NAMES = tuple(OBSERVERS)
 
 
 def load(name: str) -> ModuleType:
-    """The checker module for a card's `checker:` name (a module with `check(code, device)`)."""
+    """The judge module for a card's `checker:` name."""
     if name not in NAMES:
         raise KeyError(f"unknown checker {name!r}")
     return import_module(f"{__name__}.{name}")
+
+
+def observers() -> list[str]:
+    return sorted(set(OBSERVERS.values()))

@@ -1,7 +1,9 @@
 """Behavioural checker for the code card `gradient-accumulation/train-loop`.
 
-The learner's code runs (in the sandbox) against seeded scenarios; it is judged by what it
-does to the model, never by how it is spelled. See `_instrument` for how a run is observed.
+The learner's code runs in the sandbox's jailed child, which only records what it did
+(`_observe`); this module judges those observations in the sandbox service, a process that
+never runs learner code: it makes the data, predicts every gradient, computes the correct
+weights and decides the mistakes and the feedback. It needs no torch.
 
 Decisions:
 - The code is the whole training. A loop over num_epochs is expected (the card asks for it),
@@ -18,23 +20,13 @@ Decisions:
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
 
-import torch
-
-from content.checkers._instrument import (
-    LEARNER_FILE,
-    Backward,
-    Clear,
-    Scenario,
-    Step,
-    Trace,
-    batch_grad,
-    make_data,
-    run,
-)
+from content.checkers._scenario import Scenario, allclose, axpy, batch_grad, make_data
+from content.checkers._trace import Backward, Clear, Malformed, Step, Trace, replay
 
 # Each scenario's accumulation_steps differs from its batch_size, num_epochs and length, and
 # the two scenarios differ from each other, so a wrong name or a hard-coded number shows.
@@ -53,25 +45,38 @@ WARNINGS = {"leftover_gradients"}
 Finding = tuple[str | None, str]  # (mistake id or None, feedback)
 
 
+@functools.cache
+def plan() -> list[dict]:
+    """What the jailed child gets: each scenario with its data (never the answer)."""
+    return [scn.plan() for scn in SCENARIOS]
+
+
 def check(code: str, device: str = "cpu") -> dict:
-    """Run the learner's loop in each scenario and judge it by behaviour.
+    """Observe and judge in THIS process: for trusted code only (deck lint, tests). Learner
+    code goes through the sandbox, which observes in a jailed child and judges outside it."""
+    from content.checkers._observe import observe
+
+    return judge(observe(code, plan(), device))
+
+
+def judge(observations) -> dict:
+    """Judge a child's observations of the scenarios in `plan()`.
 
     Returns {"status": "ok"|"error", "passed": bool, "mistakes": [ids...], "feedback": [str...],
              "error": None | {"type": str, "message": str, "line": int | None}}
+    Raises Malformed when the observations are not what the observer writes.
     """
-    try:
-        compiled = compile(code, LEARNER_FILE, "exec", dont_inherit=True)
-    except (SyntaxError, ValueError) as exc:  # ValueError: NUL bytes in the source
-        return _error_result(exc)
+    if not isinstance(observations, dict) or not isinstance(observations.get("scenarios"),
+                                                             list):
+        raise Malformed("no scenarios were observed")
+    if observations.get("error") is not None:
+        return _error_result(observations["error"])
+    if len(observations["scenarios"]) != len(SCENARIOS):
+        raise Malformed("not every scenario was observed")
     found: dict[str, str] = {}
     unexplained: list[str] = []
-    for scn in SCENARIOS:
-        try:
-            trace = run(compiled, scn, device)
-        except MemoryError:
-            raise  # limits are the sandbox's to report
-        except (Exception, SystemExit) as exc:  # noqa: BLE001 - whatever the learner raised
-            return _error_result(exc)
+    for scn, data, observed in zip(SCENARIOS, plan(), observations["scenarios"], strict=True):
+        trace = replay(scn, data["x"], data["y"], observed)
         for mistake, text in diagnose(trace, scn):
             if mistake is None:  # the same story told with another scenario's numbers
                 if _shape(text) not in map(_shape, unexplained):
@@ -92,17 +97,13 @@ def _shape(text: str) -> str:
     return re.sub(r"\d+(\.\d+)?", "#", text)
 
 
-def _error_result(exc: BaseException) -> dict:
-    line = None
-    if isinstance(exc, SyntaxError) and exc.filename == LEARNER_FILE:
-        line = exc.lineno
-    tb = exc.__traceback__
-    while tb is not None:  # the innermost frame of the learner's own code
-        if tb.tb_frame.f_code.co_filename == LEARNER_FILE:
-            line = tb.tb_lineno
-        tb = tb.tb_next
-    message = exc.msg if isinstance(exc, SyntaxError) else str(exc)
-    kind = type(exc).__name__
+def _error_result(error) -> dict:
+    if not isinstance(error, dict):
+        raise Malformed("error detail")
+    kind, message, line = (str(error.get("type"))[:100], str(error.get("message"))[:2000],
+                           error.get("line"))
+    if not isinstance(line, int) or isinstance(line, bool):
+        line = None
     where = f"line {line}: " if line else ""
     return {
         "status": "error", "passed": False, "mistakes": [],
@@ -119,6 +120,9 @@ def diagnose(trace: Trace, scn: Scenario) -> list[Finding]:
     if not any(isinstance(e, Backward) for e in trace.events):
         return [("missing_backward", "backward() was never called on the loss, so .grad "
                                      "stayed empty and optimizer.step() had nothing to apply")]
+    if trace.truncated:
+        return [(None, "the code did far more work than this exercise needs (the checker "
+                       "stopped recording it): train num_epochs epochs over dataloader once")]
     if trace.anomaly:
         return [(None, trace.anomaly)]
     findings: list[Finding] = []
@@ -308,18 +312,18 @@ def _timing(trace: Trace, scn: Scenario, steps: list[Step]) -> list[Finding]:
     return []
 
 
-def reference_weights(scn: Scenario, step_partial: bool, partial_scale: float) -> torch.Tensor:
+def reference_weights(scn: Scenario, step_partial: bool, partial_scale: float) -> list[float]:
     """Correct accumulation in float64, the partial window stepped (scaled) or dropped."""
     x, y, w = make_data(scn)
     a, n = scn.accumulation_steps, scn.n_batches
     for _ in range(scn.num_epochs):
-        grad = torch.zeros_like(w)
+        grad = [0.0] * len(w)
         for j in range(n):
             scale = partial_scale if j >= n - scn.partial else 1 / a
-            grad += scale * batch_grad(w, x[j], y[j])
+            grad = axpy(scale, batch_grad(w, x[j], y[j]), grad)
             if (j + 1) % a == 0 or (step_partial and j + 1 == n):
-                w = w - scn.learning_rate * grad
-                grad = torch.zeros_like(w)
+                w = axpy(-scn.learning_rate, grad, w)
+                grad = [0.0] * len(w)
     return w
 
 
@@ -330,9 +334,10 @@ def _weights(trace: Trace, scn: Scenario, steps: list[Step]) -> list[Finding]:
     stepped = any(s.epoch == 1 and s.pos == n for s in steps)
     expected = reference_weights(scn, stepped and scn.partial > 0,
                                  partial[0] if partial else 1 / scn.accumulation_steps)
-    diff = float((trace.final - expected).abs().max())
-    if diff <= 1e-4 * (1 + float(expected.abs().max())):
+    if allclose(trace.final, expected, 1e-4 * (1 + max(map(abs, expected))), 0.0):
         return []
+    diff = max(abs(f - e) if math.isfinite(f) else math.inf
+               for f, e in zip(trace.final, expected, strict=True))
     return [(None, f"With {scn.describe()}: the final weights differ from those of correct "
                    f"gradient accumulation (largest difference {diff:.3g}), and no known "
                    f"mistake explains it; look for extra updates, changed gradients or "

@@ -1,0 +1,222 @@
+"""Inside the jailed child: run learner code against a plan and write down what it did.
+
+This side only observes; it never judges. It records raw events, and the judge
+(`_trace` and the checker, in the sandbox service) rebuilds and judges them against data
+it made itself. Nothing here knows the correct answer, so a learner who forges the events
+has to produce what a correct loop would produce, which is writing a correct loop.
+
+Nothing depends on the learner's variable names or loop style:
+- the dataloader notes each fetch ("F", batch);
+- the criterion tags each loss it can attribute to a micro-batch ("L", batch, weights now)
+  with an identity autograd node whose backward reports the factor the learner applied
+  after criterion() ("B", loss id, factor, .grad just before);
+- "A" marks that a backward pass reached the parameters' .grad;
+- a global optimizer hook sees every step(), whichever optimizer makes it
+  ("S", learning rates, .grad at that moment, flags).
+"""
+
+from __future__ import annotations
+
+import builtins
+from types import CodeType
+
+import torch
+from torch import nn
+from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+LEARNER_FILE = "<your code>"
+N_FEATURES = 3
+MAX_EVENTS = 20_000  # a correct loop needs a few hundred; more is reported, not recorded
+IN_BACKWARD, FOREIGN_OPTIMIZER = 1, 2  # step flags
+
+
+class _Tap(torch.autograd.Function):
+    """Identity on the loss; its backward reports the factor applied after criterion()."""
+
+    @staticmethod
+    def forward(ctx, loss, recorder, loss_id):
+        ctx.recorder, ctx.loss_id = recorder, loss_id
+        return loss.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        ctx.recorder.on_backward(ctx.loss_id, float(grad))
+        return grad, None, None
+
+
+class _Criterion(nn.MSELoss):
+    def __init__(self, recorder: _Recorder):
+        super().__init__()
+        self._recorder = recorder
+
+    def forward(self, input, target):
+        loss = super().forward(input, target)
+        batch = self._recorder.identify(target, input)
+        if batch is None or not loss.requires_grad:
+            return loss
+        return _Tap.apply(loss, self._recorder, self._recorder.on_loss(batch))
+
+
+class _Loader:
+    """A list-like dataloader of (inputs, targets) micro-batches."""
+
+    def __init__(self, batches: list, recorder: _Recorder):
+        self._batches, self._recorder = batches, recorder
+
+    def __len__(self) -> int:
+        return len(self._batches)
+
+    def __getitem__(self, index):
+        j = range(len(self._batches))[index]  # negative indices and IndexError as a list
+        self._recorder.add("F", j)
+        return self._batches[j]
+
+    def __iter__(self):
+        for j in range(len(self._batches)):
+            self._recorder.add("F", j)
+            yield self._batches[j]
+
+
+class _Recorder:
+    def __init__(self, model: nn.Module, y: torch.Tensor):
+        self.params = list(model.parameters())
+        self.y = y  # float64 targets [n, bs]
+        self.events: list[list] = []
+        self.truncated = False
+        self.losses = 0
+        self.backward_open = False  # a backward() reported a loss but has not reached .grad
+        self.target_ids: dict[int, int] = {}
+
+    def add(self, *event) -> None:
+        if len(self.events) < MAX_EVENTS:
+            self.events.append(list(event))
+        else:
+            self.truncated = True
+
+    def weights(self) -> list[float]:
+        return torch.cat([p.detach().reshape(-1) for p in self.params]).double().tolist()
+
+    def grads(self) -> list[float] | None:
+        if all(p.grad is None for p in self.params):
+            return None
+        return torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1)
+                          for p in self.params]).double().tolist()
+
+    def identify(self, *tensors) -> int | None:
+        """Which micro-batch's targets a criterion() call got (by identity, else by value)."""
+        for t in tensors:
+            if not isinstance(t, torch.Tensor):
+                continue
+            if id(t) in self.target_ids:
+                return self.target_ids[id(t)]
+            flat = t.detach().reshape(-1).to("cpu", torch.float64)
+            for j, target in enumerate(self.y):
+                if flat.numel() == target.numel() and torch.allclose(flat, target, atol=1e-6):
+                    return j
+        return None
+
+    def on_loss(self, batch: int) -> int:
+        self.add("L", batch, self.weights())
+        self.losses += 1
+        return self.losses - 1
+
+    def on_backward(self, loss_id: int, scale: float) -> None:
+        self.add("B", loss_id, scale, None if self.backward_open else self.grads())
+        self.backward_open = True
+
+    def on_accumulated(self, _param) -> None:
+        if self.backward_open:
+            self.add("A")
+            self.backward_open = False
+
+    def on_step(self, optimizer, _args, _kwargs) -> None:
+        held = {id(p) for g in optimizer.param_groups for p in g["params"]}
+        flags = (IN_BACKWARD if self.backward_open else 0) | (
+            0 if held == {id(p) for p in self.params} else FOREIGN_OPTIMIZER)
+        lrs = [float(g["lr"]) for g in optimizer.param_groups]
+        self.add("S", lrs, self.grads(), flags)
+
+
+def _build(plan: dict, device: str):
+    """The names the learner's code gets, and the recorder watching them."""
+    scn = plan["scenario"]
+    x = torch.tensor(plan["x"], dtype=torch.float64)
+    y = torch.tensor(plan["y"], dtype=torch.float64).unsqueeze(-1)  # [n, bs, 1]
+    w0 = torch.tensor(plan["w0"], dtype=torch.float64)
+    model = nn.Linear(N_FEATURES, 1)
+    with torch.no_grad():
+        model.weight.copy_(w0[:N_FEATURES].reshape(1, N_FEATURES))
+        model.bias.copy_(w0[N_FEATURES:])
+    model.to(device)
+    recorder = _Recorder(model, y.reshape(y.shape[0], -1))
+    batches = [(x[j].to(device, torch.float32), y[j].to(device, torch.float32))
+               for j in range(len(x))]
+    recorder.target_ids = {id(t): j for j, (_, t) in enumerate(batches)}
+    names = {
+        "model": model,
+        "optimizer": torch.optim.SGD(model.parameters(), lr=scn["learning_rate"]),
+        "criterion": _Criterion(recorder),
+        "dataloader": _Loader(batches, recorder),
+        "accumulation_steps": scn["accumulation_steps"],
+        "batch_size": scn["batch_size"],
+        "learning_rate": scn["learning_rate"],
+        "num_epochs": scn["num_epochs"],
+        "device": device,
+    }
+    return names, recorder
+
+
+def _run(compiled: CodeType, plan: dict, device: str) -> dict:
+    """One scenario. The code is the whole training; if it went over the dataloader exactly
+    once, it is taken as one epoch's loop and run again until num_epochs epochs have run
+    (as if wrapped in `for epoch in range(num_epochs):`)."""
+    names, recorder = _build(plan, device)
+    namespace = {"__name__": "__main__", "__builtins__": builtins, **names}
+    handles = [register_optimizer_step_pre_hook(recorder.on_step)]
+    handles += [p.register_post_accumulate_grad_hook(recorder.on_accumulated)
+                for p in recorder.params]
+    observed = {"events": recorder.events, "error": None}
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(plan["scenario"]["seed"])  # whatever randomness the learner uses
+            exec(compiled, namespace)
+            if sum(1 for e in recorder.events if e[:2] == ["F", 0]) == 1:
+                for _ in range(plan["scenario"]["num_epochs"] - 1):
+                    exec(compiled, namespace)
+    except MemoryError:
+        raise  # limits are the sandbox's to report
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - whatever the learner raised
+        observed["error"] = error_detail(exc)
+    finally:
+        for handle in handles:
+            handle.remove()
+    observed.update(final=recorder.weights(), truncated=recorder.truncated)
+    return observed
+
+
+def observe(code: str, plans: list[dict], device: str = "cpu") -> dict:
+    """Run the code in each planned scenario, stopping at the first that raises."""
+    try:
+        compiled = compile(code, LEARNER_FILE, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as exc:  # ValueError: NUL bytes in the source
+        return {"scenarios": [], "error": error_detail(exc)}
+    scenarios = []
+    for plan in plans:
+        scenarios.append(_run(compiled, plan, device))
+        if scenarios[-1]["error"]:
+            return {"scenarios": scenarios, "error": scenarios[-1]["error"]}
+    return {"scenarios": scenarios, "error": None}
+
+
+def error_detail(exc: BaseException) -> dict:
+    """The exception as the learner should see it: type, message and their own line."""
+    line = None
+    if isinstance(exc, SyntaxError) and exc.filename == LEARNER_FILE:
+        line = exc.lineno
+    tb = exc.__traceback__
+    while tb is not None:  # the innermost frame of the learner's own code
+        if tb.tb_frame.f_code.co_filename == LEARNER_FILE:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    message = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+    return {"type": type(exc).__name__, "message": message, "line": line}
