@@ -64,7 +64,9 @@ def cmd_practice(args) -> int:
         print(f"No topic '{args.topic}'. Topics: {', '.join(sorted(topics))}", file=sys.stderr)
         return 2
     tutor = Tutor(_open_store(_database_url(args.db)), library, clock=lambda: datetime.now(UTC))
-    sandbox = None if args.no_sandbox else start_sandbox(tutor)
+    settings = _settings()
+    sandbox = None if args.no_sandbox else start_sandbox(
+        tutor, settings.sandbox_address, settings.sandbox_allow_unbounded_memory)
     name = args.learner or getpass.getuser() or "me"
     learner = tutor.learner(f"local:{name}", display_name=name)
     try:
@@ -100,13 +102,18 @@ def _read_source(path: str) -> tuple[str | None, dict | None]:
 
 
 def _sandboxed(code: str, **options) -> dict:
-    """Start a sandbox worker, run one submission, stop it."""
+    """Run one submission on the shared sandbox service (SANDBOX_ADDRESS), or on a worker of
+    our own started for it."""
     import asyncio
 
     from bot.sandbox.client import SandboxClient
 
+    settings = _settings()
+
     async def once() -> dict:
-        client = SandboxClient()
+        # The shared service when there is one: a run (~0.1 s), not a torch import (~5 s).
+        client = SandboxClient(address=settings.sandbox_address,
+                               allow_unbounded_memory=settings.sandbox_allow_unbounded_memory)
         await client.start()
         try:
             return await client.run(code, **options)
@@ -140,9 +147,11 @@ def cmd_sandbox_serve(args) -> int:
 
     from bot.sandbox.client import PROJECT_ROOT, worker_environment
 
+    unbounded = ["--allow-unbounded-memory"] if _settings().sandbox_allow_unbounded_memory else []
     os.chdir(PROJECT_ROOT)
     os.execve(sys.executable, [sys.executable, "-m", "bot.sandbox.worker", "--listen",
-                               args.listen, "--mode", args.mode], worker_environment())
+                               args.listen, "--mode", args.mode, *unbounded],
+              worker_environment())
 
 
 def cmd_check(args) -> int:

@@ -168,7 +168,8 @@ def run(settings) -> int:
     engine = make_engine(settings.database_url)
     upgrade(engine)
     tutor = Tutor(Store(engine), DeckLibrary.load(), clock=lambda: datetime.now(UTC))
-    sandbox = start_sandbox(tutor, settings.sandbox_address) if settings.sandbox else None
+    sandbox = start_sandbox(tutor, settings.sandbox_address,
+                            settings.sandbox_allow_unbounded_memory) if settings.sandbox else None
     bot = make_bot(tutor, settings)
     try:
         bot.run(settings.token, log_handler=None)  # logging is configured by the CLI
@@ -185,15 +186,24 @@ def run(settings) -> int:
     return 0
 
 
-def start_sandbox(tutor: Tutor, address: str | None = None) -> BackgroundSandbox | None:
-    """Code cards are served only when their answers can be judged. The sandbox client
-    lives on its own loop thread, so its I/O never waits on the gateway's loop."""
-    sandbox = BackgroundSandbox(SandboxClient(address=address))
+def start_sandbox(tutor: Tutor, address: str | None = None,
+                  allow_unbounded_memory: bool = False) -> BackgroundSandbox | None:
+    """Code cards are served only when their answers can be judged, under a memory limit
+    (or the operator's explicit opt-in). The sandbox client lives on its own loop thread,
+    so its I/O never waits on the gateway's loop."""
+    sandbox = BackgroundSandbox(SandboxClient(address=address,
+                                              allow_unbounded_memory=allow_unbounded_memory))
     try:
-        tutor.code_judge = sandbox.start()
+        judge = sandbox.start()
     except Exception:  # noqa: BLE001
         log.exception("the code sandbox could not start: code cards are off")
         sandbox.stop()
         return None
+    if not sandbox.info.get("runs_code", True):
+        log.error("code cards are off: the sandbox has no memory limit on this host (run "
+                  "`tutor sandbox doctor`; SANDBOX_ALLOW_UNBOUNDED_MEMORY=true accepts that)")
+        sandbox.stop()
+        return None
+    tutor.code_judge = judge
     log.info("code sandbox ready (%s)", address or f"worker pid {sandbox.client.worker_pid}")
     return sandbox

@@ -18,6 +18,8 @@ GROUP = "tutor-sandbox"
 
 
 class Cgroups:
+    version = "v1"
+
     def __init__(self, limits: Limits, memory: Path, pids: Path):
         self.limits = limits
         self.memory, self.pids = memory, pids
@@ -49,9 +51,13 @@ class Cgroups:
         (self.pids / name / "pids.max").write_text(str(self.limits.pids))
         return name
 
+    def procs_files(self, name: str) -> list[str]:
+        """Where a pid is written to join the group (by whichever process forks it)."""
+        return [str(controller / name / "cgroup.procs") for controller in (self.memory, self.pids)]
+
     def add(self, name: str, pid: int) -> None:
-        for controller in (self.memory, self.pids):
-            (controller / name / "cgroup.procs").write_text(str(pid))
+        for path in self.procs_files(name):
+            Path(path).write_text(str(pid))
 
     def oom_killed(self, name: str) -> bool:
         try:

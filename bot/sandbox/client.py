@@ -2,8 +2,9 @@
 
 The bot never imports torch; the worker does. Admission happens here: a bounded queue,
 one run in flight per learner and a per-learner rate limit, each refused with a message a
-learner can act on. If the worker dies, it is restarted and the runs it held are answered
-(run again once, then reported as a crash), never lost.
+learner can act on. Every run is answered: if the worker dies, it is restarted and the runs
+it held are run again once, then reported as a crash; a run with no reply by its deadline
+(the wall limit plus a margin) is answered with an error, and its learner may submit again.
 """
 
 from __future__ import annotations
@@ -57,10 +58,14 @@ def worker_environment() -> dict[str, str]:
 class SandboxClient:
     def __init__(self, *, limits: Limits | None = None, parallel: int | None = None,
                  max_queue: int = 32, runs_per_minute: int = 6,
-                 clock: Callable[[], float] = time.monotonic, address: str | None = None):
+                 clock: Callable[[], float] = time.monotonic, address: str | None = None,
+                 allow_unbounded_memory: bool = False):
         """`address` ("unix:/path" or "tcp:host:port"): use a running `tutor sandbox serve`
-        (shared by several bot processes) instead of starting a worker of our own."""
+        (shared by several bot processes) instead of starting a worker of our own.
+        `allow_unbounded_memory`: the operator's opt-in to run code on a host where the
+        worker can set no cgroup memory limit (our own worker only)."""
         self.address = address
+        self.allow_unbounded_memory = allow_unbounded_memory
         self.limits = limits or Limits()
         self.parallel = parallel
         self.max_queue = max_queue
@@ -90,6 +95,7 @@ class SandboxClient:
                 sys.executable, "-m", "bot.sandbox.worker",
                 "--limits", json.dumps(dataclasses.asdict(self.limits)),
                 *(["--parallel", str(self.parallel)] if self.parallel else []),
+                *(["--allow-unbounded-memory"] if self.allow_unbounded_memory else []),
                 cwd=PROJECT_ROOT, env=worker_environment(), stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, limit=1 << 22)
             reader, self._writer = self._proc.stdout, self._proc.stdin
@@ -177,15 +183,22 @@ class SandboxClient:
             if not future.done():
                 future.set_exception(exc)
 
-    async def _request(self, request: dict) -> dict:
+    async def _request(self, request: dict, deadline_s: float | None = None) -> dict:
         if self._writer is None or (self._proc and self._proc.returncode is not None):
             raise RuntimeError("the sandbox worker is not running")
         request_id = next(self._ids)
         future = asyncio.get_running_loop().create_future()
         self._pending[request_id] = (request, future)
-        self._writer.write(encode({**request, "id": request_id}))
-        await self._writer.drain()
-        return await future
+        try:
+            self._writer.write(encode({**request, "id": request_id}))
+            await self._writer.drain()
+            return await asyncio.wait_for(asyncio.shield(future), deadline_s)
+        except TimeoutError:
+            log.error("sandbox gave no reply within %.0f s; the run is given up", deadline_s)
+            return {**refused(f"the sandbox did not answer within {deadline_s:.0f} s"),
+                    "status": ERROR}
+        finally:
+            self._pending.pop(request_id, None)  # frees the queue place, whatever happened
 
     # -- submissions ---------------------------------------------------------------------
 
@@ -194,9 +207,10 @@ class SandboxClient:
         """Run code under the sandbox's limits; raise SandboxBusy when not admitted."""
         if learner is not None:
             self._admit(learner)
+        deadline = self.limits.wall_s + 2 * self.limits.reply_margin_s
         try:
             return await self._request({"code": code, "mode": mode, "checker": checker,
-                                        "device": device})
+                                        "device": device}, deadline)
         finally:
             self._in_flight.discard(learner)
 

@@ -1,6 +1,9 @@
-"""Inside the locked child: compile, run or check the learner's code, and say how it went.
+"""Inside the locked child: compile, run or observe the learner's code.
 
-Tracebacks show the learner's own frames and lines only, never the harness's.
+`run` returns the exit status the child ends with and the detail it reports. The service
+decides the status from the exit status, signals and cgroup events; the detail only adds
+what the parent cannot see (the learner's error line, a check's observations). Tracebacks
+show the learner's own frames and lines only, never the harness's.
 """
 
 from __future__ import annotations
@@ -10,7 +13,9 @@ import linecache
 import sys
 import traceback
 
-from bot.sandbox.protocol import ERROR, LEARNER_FILE, MEMORY, OK, REFUSED
+from bot.sandbox.protocol import EXIT_ERROR, EXIT_OK, EXIT_REFUSED, LEARNER_FILE
+
+ERROR_TEXT_MAX = 2000  # an exception message can be any size; the report stays small
 
 
 def _register_source(code: str) -> None:
@@ -50,7 +55,7 @@ def device_for(requested: str, gpu_memory_fraction: float) -> tuple[str, str | N
     """The device learner code gets, and a note when the GPU was asked for but absent."""
     if requested != "cuda":
         return "cpu", None
-    import torch  # already imported by the worker: free here
+    import torch  # already imported by the zygote: free here
 
     if not torch.cuda.is_available():
         return "cpu", "No GPU is available here: ran on the CPU."
@@ -58,36 +63,51 @@ def device_for(requested: str, gpu_memory_fraction: float) -> tuple[str, str | N
     return "cuda", None
 
 
-def run(request: dict, gpu_memory_fraction: float) -> dict:
-    """Execute one submission; return the result fields the child reports."""
+def _short(text: str) -> str:
+    return text if len(text) <= ERROR_TEXT_MAX else text[:ERROR_TEXT_MAX] + " [...]"
+
+
+def run(request: dict, gpu_memory_fraction: float) -> tuple[int, dict]:
+    """Execute one submission: (exit status, detail for the service)."""
+    device, note = device_for(request.get("device", "cpu"), gpu_memory_fraction)
+    detail: dict = {"device": device, "note": note}
+    if request.get("mode") == "check":
+        return _observe(request, device, detail)
     code = request["code"]
     try:
         compiled = compile(code, LEARNER_FILE, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as exc:  # ValueError: NUL bytes
         line = getattr(exc, "lineno", None)
         where = f"line {line}: " if line else ""
-        return {"status": REFUSED, "exit_code": None,
-                "error": f"{where}not valid Python: {getattr(exc, 'msg', exc)}",
-                "line": line}
+        return EXIT_REFUSED, {"refused": True, "line": line,
+                              "error": _short(f"{where}not valid Python: "
+                                              f"{getattr(exc, 'msg', exc)}")}
     _register_source(code)
-    device, note = device_for(request.get("device", "cpu"), gpu_memory_fraction)
-    result: dict = {"device": device, "note": note}
-    if request.get("mode") == "check":
-        checker = importlib.import_module(f"content.checkers.{request['checker']}")
-        report = checker.check(code, device=device)
-        return {**result, "status": report.get("status", OK), "exit_code": 0,
-                "report": report}
     namespace = {"__name__": "__main__", "__builtins__": __builtins__, "device": device}
     try:
         exec(compiled, namespace)
     except SystemExit as exc:
         status = 0 if exc.code is None else exc.code
-        exit_code = status if isinstance(status, int) else 1
         if not isinstance(status, int):
             print(status, file=sys.stderr)
-        return {**result, "status": OK if exit_code == 0 else ERROR, "exit_code": exit_code}
+            status = EXIT_ERROR
+        return status & 0xFF, detail
     except BaseException as exc:  # noqa: BLE001 - whatever the learner raised
         sys.stderr.write(learner_traceback(exc))
-        return {**result, "status": MEMORY if _out_of_memory(exc) else ERROR, "exit_code": 1,
-                "line": learner_line(exc), "error": f"{type(exc).__name__}: {exc}"}
-    return {**result, "status": OK, "exit_code": 0}
+        return EXIT_ERROR, {**detail, "line": learner_line(exc),
+                            "out_of_memory": _out_of_memory(exc),
+                            "error": _short(f"{type(exc).__name__}: {exc}")}
+    return EXIT_OK, detail
+
+
+def _observe(request: dict, device: str, detail: dict) -> tuple[int, dict]:
+    """A code check: run the observer the service named, report what it saw."""
+    observer = importlib.import_module(request["observer"])  # imported by the zygote
+    try:
+        observations = observer.observe(request["code"], request["plan"], device)
+    except MemoryError as exc:
+        return EXIT_ERROR, {**detail, "out_of_memory": True, "error": f"MemoryError: {exc}"}
+    error = observations.get("error")
+    if error:
+        error["message"] = _short(str(error.get("message")))
+    return (EXIT_ERROR if error else EXIT_OK), {**detail, "observations": observations}

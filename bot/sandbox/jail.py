@@ -11,6 +11,7 @@ inside the sandbox's own user namespace cannot change them.
 from __future__ import annotations
 
 import os
+import re
 import resource
 import sys
 from pathlib import Path
@@ -53,8 +54,21 @@ def _bind_readonly(source: str, root: str) -> None:
         os.makedirs(os.path.dirname(target), exist_ok=True)
         open(target, "a").close()
     sc.mount(source, target, None, sc.MS_BIND | sc.MS_REC)
-    sc.mount(None, target, None, sc.MS_BIND | sc.MS_REMOUNT | sc.MS_RDONLY | sc.MS_NOSUID
-             | sc.MS_NODEV)
+    # A remount changes one mount, not those below it: make each submount read-only too
+    # (a writable volume mounted inside the venv, say).
+    for point in mount_points_under(target):
+        sc.mount(None, point, None, sc.MS_BIND | sc.MS_REMOUNT | sc.MS_RDONLY | sc.MS_NOSUID
+                 | sc.MS_NODEV)
+
+
+def mount_points_under(directory: str) -> list[str]:
+    """Mount points at or below `directory` in this mount namespace, parents first."""
+    points = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4])
+        if _under(point, directory):
+            points.append(point)
+    return sorted(set(points), key=len)
 
 
 def _under(path: str, directory: str) -> bool:
@@ -120,8 +134,9 @@ def lock_down(limits: Limits, keep_fds: tuple[int, ...], data_now: int) -> None:
                        "OMP_NUM_THREADS": "1"})
     close_fds_except(keep_fds)
     mb = 1 << 20
+    # CPU: SIGXCPU at the soft limit, SIGKILL a second later for a program that ignores it.
+    resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 1))
     for limit, value in (
-        (resource.RLIMIT_CPU, limits.cpu_s),
         (resource.RLIMIT_DATA, data_now + limits.data_mb * mb),
         (resource.RLIMIT_FSIZE, limits.file_mb * mb),
         (resource.RLIMIT_NOFILE, limits.open_files),

@@ -65,18 +65,32 @@ class SandboxJudge:
         return report_from(result)
 
 
+_real_monotonic = time.monotonic  # as imported: see _RealTimeLoop
+
+
+class _RealTimeLoop(asyncio.SelectorEventLoop):
+    """The sandbox's deadlines are about real processes: they keep real time even when the
+    bot's own loop runs on a virtual clock (SimCord patches time.monotonic in tests)."""
+
+    def time(self) -> float:
+        return _real_monotonic()
+
+
 class BackgroundSandbox:
     """A sandbox on its own event-loop thread, for synchronous callers."""
 
     def __init__(self, client: SandboxClient | None = None):
         self.client = client or SandboxClient()
-        self.loop = asyncio.new_event_loop()
+        self.loop = _RealTimeLoop()
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True,
                                         name="sandbox-loop")
+        self.info: dict = {}
 
-    def start(self, timeout_s: float = 60.0) -> SandboxJudge:
+    def start(self, timeout_s: float = 180.0) -> SandboxJudge:
+        """Start (or reach) the worker; its `info` reply is kept in `self.info`."""
         self._thread.start()
-        asyncio.run_coroutine_threadsafe(self.client.start(), self.loop).result(timeout_s)
+        self.info = asyncio.run_coroutine_threadsafe(self.client.start(),
+                                                     self.loop).result(timeout_s)
         return SandboxJudge(self.client, self.loop)
 
     def stop(self) -> None:

@@ -1,8 +1,12 @@
-"""What crosses between the bot, the sandbox worker and its children: JSON lines.
+"""What crosses between the bot, the sandbox service and its jailed children.
 
-A submission is {"id", "code", "mode": "run"|"check", "checker", "device"}; a result
-is {"id", "status", "exit_code", "stdout", "stderr", "elapsed_ms", ...}. Statuses are
-DESIGN.md's: ok, error, timeout, memory, output_limit, refused.
+Bot <-> service: JSON lines. A submission is {"id", "code", "mode": "run"|"check",
+"checker", "device"}; a result is {"id", "status", "exit_code", "stdout", "stderr",
+"elapsed_ms", ...}. Statuses are DESIGN.md's: ok, error, timeout, memory, output_limit,
+refused.
+
+Service -> child: one length-prefixed JSON request. Child -> service: its exit status, and
+at most one length-prefixed JSON report of detail (see `frame`/`unframe`).
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ OK, ERROR, TIMEOUT, MEMORY, OUTPUT_LIMIT, REFUSED = (
     "ok", "error", "timeout", "memory", "output_limit", "refused")
 STATUSES = (OK, ERROR, TIMEOUT, MEMORY, OUTPUT_LIMIT, REFUSED)
 LEARNER_FILE = "<your code>"
+# How a child ends. Any other exit status is the learner's own (sys.exit(n), os._exit(n)).
+EXIT_OK, EXIT_ERROR, EXIT_REFUSED = 0, 1, 2
 
 
 @dataclass(frozen=True)
@@ -31,8 +37,11 @@ class Limits:
     tmpfs_mb: int = 16
     output_keep_bytes: int = 16_384
     output_max_bytes: int = 1_048_576
+    report_max_bytes: int = 4_194_304  # a check's observations: a few KB when honest
     code_max_bytes: int = 65_536
     gpu_memory_fraction: float = 0.25
+    # The service answers every request within wall_s plus this, whatever happens.
+    reply_margin_s: float = 20.0
 
 
 def encode(message: dict) -> bytes:
@@ -40,7 +49,33 @@ def encode(message: dict) -> bytes:
 
 
 def decode(line: bytes) -> dict:
-    return json.loads(line)
+    message = json.loads(line)
+    if not isinstance(message, dict):
+        raise ValueError("a message must be a JSON object")
+    return message
+
+
+def frame(message: dict) -> bytes:
+    body = json.dumps(message, separators=(",", ":"), default=str).encode()
+    return len(body).to_bytes(4, "big") + body
+
+
+def unframe(data: bytes) -> dict:
+    """Exactly one framed JSON object; ValueError says plainly what else it was."""
+    if len(data) < 4:
+        raise ValueError("the report was cut off")
+    size = int.from_bytes(data[:4], "big")
+    if len(data) < 4 + size:
+        raise ValueError("the report was cut off")
+    if len(data) > 4 + size:
+        raise ValueError("more than one report was written")
+    try:
+        message = json.loads(data[4:])
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise ValueError("the report was not valid JSON") from None
+    if not isinstance(message, dict):
+        raise ValueError("the report was not a JSON object")
+    return message
 
 
 def refused(reason: str) -> dict:

@@ -1,9 +1,13 @@
-"""The fork-server: imports torch once, then forks one locked-down child per submission.
+"""The sandbox service: takes submissions, runs each in a jailed child, decides the verdict.
 
-Run as `python -m bot.sandbox.worker`; it reads submissions as JSON lines on stdin and
-answers on stdout (bot.sandbox.client speaks to it). One child is kept forked, jailed and
-waiting, so a submission only pays for the run itself. A child is pid 1 of its own pid
-namespace: killing it on a timeout kills everything it started.
+Run as `python -m bot.sandbox.worker` (JSON lines on stdin/stdout; bot.sandbox.client speaks
+to it) or through `tutor sandbox serve` on a socket. Three kinds of process:
+- this service: holds submissions, never runs learner code and never forks a jailed child;
+  it decides each status (`verdict`) and judges code checks (`content.checkers`);
+- the zygote (`bot.sandbox.zygote`, started by exec with a clean environment): imports
+  torch once and forks jailed children, but never sees a submission;
+- one jailed child per submission, adopted by this service, which waits for it. One child
+  is kept ready, so a submission only pays for its run.
 """
 
 from __future__ import annotations
@@ -11,34 +15,37 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
 import signal
+import socket
+import subprocess
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
-os.environ["OMP_NUM_THREADS"] = "1"  # before torch: forked children must not inherit pools
-
-from bot.sandbox import harness, jail, seccomp  # noqa: E402
 from bot.sandbox import syscalls as sc
-from bot.sandbox.cgroups import Cgroups  # noqa: E402
-from bot.sandbox.protocol import (  # noqa: E402
-    ERROR,
-    MEMORY,
-    OUTPUT_LIMIT,
-    TIMEOUT,
-    Limits,
-    decode,
-    encode,
-    refused,
-)
+from bot.sandbox.cgroups import Cgroups
+from bot.sandbox.protocol import ERROR, OK, Limits, decode, encode, refused
+from bot.sandbox.verdict import Ending, decide
+from content import checkers
+from content.checkers._trace import Malformed
 
 log = logging.getLogger("sandbox.worker")
-NAMESPACES = sc.CLONE_NEWNS | sc.CLONE_NEWPID | sc.CLONE_NEWNET | sc.CLONE_NEWIPC | \
-    sc.CLONE_NEWUTS
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PREPARE_TIMEOUT_S = 30.0
+ZYGOTE_START_TIMEOUT_S = 120.0
+
+
+def zygote_environment() -> dict[str, str]:
+    """Built from nothing: whatever the service was started with (a token in a shell, say)
+    never reaches the zygote's memory, so no child can find it there."""
+    return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONPATH": str(PROJECT_ROOT),
+            "PYTHONUNBUFFERED": "1", "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1"}
 
 
 @dataclass
@@ -51,262 +58,330 @@ class Slot:
     out_r: int
     err_r: int
     cgroup: str | None
-    gpu: bool
     out: bytearray = field(default_factory=bytearray)
     err: bytearray = field(default_factory=bytearray)
+    report: bytearray = field(default_factory=bytearray)
     output_total: int = 0
 
-
-def _read_exactly(fd: int, size: int) -> bytes:
-    data = b""
-    while len(data) < size:
-        chunk = os.read(fd, size - len(data))
-        if not chunk:
-            raise EOFError
-        data += chunk
-    return data
+    def fds(self) -> tuple[int, ...]:
+        return (self.request_w, self.result_r, self.out_r, self.err_r)
 
 
-def _read_all(fd: int) -> bytes:
-    chunks = []
-    while chunk := os.read(fd, 65536):
-        chunks.append(chunk)
-    return b"".join(chunks)
+class ZygoteGone(RuntimeError):
+    pass
+
+
+class Zygote:
+    """This service's handle on its zygote process."""
+
+    def __init__(self, limits: Limits):
+        self.limits = limits
+        self.process: subprocess.Popen | None = None
+        self.control: socket.socket | None = None
+        self.lock = asyncio.Lock()  # one request at a time
+
+    async def start(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        with theirs:
+            # Started from the event loop's thread: adopted children outlive no thread.
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "bot.sandbox.zygote", "--control", str(theirs.fileno()),
+                 "--limits", json.dumps(dataclasses.asdict(self.limits))],
+                pass_fds=(theirs.fileno(),), env=zygote_environment(), cwd=PROJECT_ROOT,
+                stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno())
+        ours.setblocking(False)
+        self.control = ours
+        loop = asyncio.get_running_loop()
+        try:
+            hello = await asyncio.wait_for(loop.sock_recv(ours, 4096), ZYGOTE_START_TIMEOUT_S)
+        except TimeoutError:
+            hello = b""
+        if not hello:
+            self.stop()
+            raise ZygoteGone("the sandbox zygote did not start (see its log above)")
+        log.debug("sandbox zygote ready (pid %d)", self.process.pid)
+
+    async def child(self, gpu: bool, procs: list[str]) -> tuple[int, list[int]]:
+        """A jailed child from the zygote: (pid, [request_w, result_r, out_r, err_r])."""
+        async with self.lock:
+            if self.control is None:
+                raise ZygoteGone("the sandbox zygote is not running")
+            loop = asyncio.get_running_loop()
+            await loop.sock_sendall(self.control, json.dumps({"gpu": gpu,
+                                                              "procs": procs}).encode())
+            readable = loop.create_future()
+            loop.add_reader(self.control, lambda: readable.done() or readable.set_result(None))
+            try:
+                await asyncio.wait_for(readable, PREPARE_TIMEOUT_S)
+            except TimeoutError:
+                raise ZygoteGone("the sandbox zygote stopped answering") from None
+            finally:
+                loop.remove_reader(self.control)
+            message, fds, _, _ = socket.recv_fds(self.control, 4096, 4)
+        if not message:
+            raise ZygoteGone("the sandbox zygote exited")
+        reply = json.loads(message)
+        if "error" in reply:
+            for fd in fds:
+                os.close(fd)
+            if reply.get("pid"):  # adopted by us: reap it
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(reply["pid"], 0)
+            raise RuntimeError(reply["error"])
+        return reply["pid"], fds
+
+    def stop(self) -> None:
+        control, self.control = self.control, None
+        if control is not None:
+            control.close()  # the zygote exits when its socket closes
+        if self.process is not None:
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
 
 
 class ForkServer:
-    def __init__(self, limits: Limits | None = None, parallel: int | None = None):
-        self.limits = limits = limits or Limits()
-        self.cgroups = Cgroups.create(limits)
+    def __init__(self, limits: Limits | None = None, parallel: int | None = None,
+                 cgroups: Cgroups | None = None, allow_unbounded_memory: bool = False):
+        self.limits = limits or Limits()
+        self.cgroups = cgroups
+        self.allow_unbounded_memory = allow_unbounded_memory
         self.slots = asyncio.Semaphore(parallel or max(1, os.cpu_count() or 1))
         self.gpu_lock = asyncio.Lock()  # one GPU job at a time
+        self.zygote = Zygote(self.limits)
         self.ready: Slot | None = None
-        self.data_now = jail.vm_data_bytes()
+        self._refilling: asyncio.Task | None = None
 
-    # -- preparing a child (blocking, ~10 ms) --------------------------------------------
+    @property
+    def memory_limited(self) -> bool:
+        return self.cgroups is not None
 
-    def prepare(self, gpu: bool = False) -> Slot:
-        sync_r, sync_w = os.pipe()
-        go_r, go_w = os.pipe()
-        result_r, result_w = os.pipe()
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
+    def info(self) -> dict:
+        return {"gpu": os.path.exists("/dev/nvidiactl"),
+                "cgroups": self.cgroups.version if self.cgroups else None,
+                "memory_limited": self.memory_limited,
+                "runs_code": self.memory_limited or self.allow_unbounded_memory,
+                "pid": os.getpid(),
+                "zygote_pid": self.zygote.process.pid if self.zygote.process else None}
+
+    async def start(self) -> None:
+        await self.zygote.start()
+        await self._refill()
+
+    # -- children ------------------------------------------------------------------------
+
+    async def _prepare(self, gpu: bool) -> Slot:
         cgroup = self.cgroups.new() if self.cgroups else None
-        keeper = os.fork()
-        if keeper == 0:  # the keeper: new namespaces, then a pid-1 child, then gone
-            try:
-                os.setsid()
-                sc.unshare(NAMESPACES)
-                child = os.fork()
-                if child == 0:
-                    self._child(sync_w, go_r, result_w, out_w, err_w, gpu)
-                os.write(sync_w, child.to_bytes(4, "little"))
-            finally:
-                os._exit(0)
-        for fd in (sync_w, go_r, result_w, out_w, err_w):
-            os.close(fd)
+        procs = self.cgroups.procs_files(cgroup) if cgroup else []
         try:
-            child = int.from_bytes(_read_exactly(sync_r, 4), "little")
-            os.waitpid(keeper, 0)
-            if cgroup:
-                self.cgroups.add(cgroup, child)
-            if _read_exactly(sync_r, 1) != b"M":  # the child made its user namespace
-                raise RuntimeError("sandbox child failed to start")
-            jail.write_id_maps(child)
-            os.write(go_w, b"G")
-            if _read_exactly(sync_r, 1) != b"R":
-                raise RuntimeError("sandbox child failed to lock down")
-        except (EOFError, OSError, RuntimeError) as exc:
-            for fd in (go_w, result_r, out_r, err_r):
-                os.close(fd)
+            try:
+                pid, fds = await self.zygote.child(gpu, procs)
+            except ZygoteGone:
+                log.error("the sandbox zygote is gone; starting a new one")
+                self.zygote.stop()
+                await self.zygote.start()
+                pid, fds = await self.zygote.child(gpu, procs)
+        except BaseException:
             if cgroup:
                 self.cgroups.remove(cgroup)
-            raise RuntimeError(f"cannot prepare a sandbox: {exc}") from None
-        finally:
-            os.close(sync_r)
-        for fd in (out_r, err_r, result_r):
+            raise
+        for fd in fds[1:]:
             os.set_blocking(fd, False)
-        return Slot(child, go_w, result_r, out_r, err_r, cgroup, gpu)
+        return Slot(pid, *fds, cgroup)
 
-    def _child(self, sync_w: int, go_r: int, result_w: int, out_w: int, err_w: int,
-               gpu: bool) -> None:
-        """pid 1 of the sandbox. Never returns."""
-        status = 70
-        try:
-            jail.build_root(self.limits, gpu)
-            os.setgroups([])  # root's supplementary groups must not come along
-            sc.unshare(sc.CLONE_NEWUSER)
-            os.write(sync_w, b"M")
-            if _read_exactly(go_r, 1) != b"G":
-                os._exit(71)
-            # Become the namespace's root, which is `nobody` outside: from here on the
-            # host sees an unprivileged user.
-            os.setresgid(0, 0, 0)
-            os.setresuid(0, 0, 0)
-            # Only now: the keeper (our first parent) is gone and the worker adopted us.
-            sc.prctl(sc.PR_SET_PDEATHSIG, signal.SIGKILL)
-            keep = (go_r, result_w, out_w, err_w)
-            jail.lock_down(self.limits, (sync_w, *keep), self.data_now)
-            os.write(sync_w, b"R")
-            os.close(sync_w)
-            size = int.from_bytes(_read_exactly(go_r, 4), "little")
-            request = json.loads(_read_exactly(go_r, size))
-            os.close(go_r)
-            null = os.open("/dev/null", os.O_RDONLY)
-            for fd, target in ((null, 0), (out_w, 1), (err_w, 2)):
-                os.dup2(fd, target)
-                os.close(fd)
-            result = harness.run(request, self.limits.gpu_memory_fraction)
-            with contextlib.suppress(Exception):
-                sys.stdout.flush()
-                sys.stderr.flush()
-            os.write(result_w, json.dumps(result, default=str).encode())
-            status = 0
-        except BaseException:  # noqa: BLE001 - report, never return into the worker's code
-            with contextlib.suppress(Exception):
-                import traceback
-                os.write(2, traceback.format_exc().encode())
-        finally:
-            os._exit(status)
+    async def _refill(self) -> None:
+        if self.ready is None:
+            try:
+                self.ready = await self._prepare(gpu=False)
+            except Exception:  # noqa: BLE001 - the next submission prepares its own
+                log.exception("could not prepare a sandbox child ahead of time")
 
-    def _take_slot(self, gpu: bool) -> Slot:
+    async def _take_slot(self, gpu: bool) -> Slot:
         if not gpu and self.ready is not None:
             slot, self.ready = self.ready, None
-            return slot
-        return self.prepare(gpu)
+        else:
+            slot = await self._prepare(gpu)
+        if not gpu and (self._refilling is None or self._refilling.done()):
+            self._refilling = asyncio.ensure_future(self._refill())
+        return slot
 
-    def close(self) -> None:
-        """Stop the child kept waiting, and give back its cgroup."""
-        slot, self.ready = self.ready, None
-        if slot is None:
-            return
+    def _discard(self, slot: Slot) -> None:
         with contextlib.suppress(ProcessLookupError, ChildProcessError):
             os.kill(slot.pid, signal.SIGKILL)
             os.waitpid(slot.pid, 0)
-        for fd in (slot.request_w, slot.result_r, slot.out_r, slot.err_r):
+        self._release(slot)
+
+    def _release(self, slot: Slot) -> None:
+        for fd in slot.fds():
             with contextlib.suppress(OSError):
                 os.close(fd)
         if slot.cgroup:
             self.cgroups.remove(slot.cgroup)
 
-    def refill(self) -> None:
-        if self.ready is None:
-            try:
-                self.ready = self.prepare()
-            except RuntimeError:
-                log.exception("could not pre-fork a sandbox child")
+    async def close(self) -> None:
+        """Stop the child kept waiting and the zygote; give back their cgroups."""
+        if self._refilling is not None:
+            self._refilling.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._refilling
+        slot, self.ready = self.ready, None
+        if slot is not None:
+            self._discard(slot)
+        self.zygote.stop()
 
     # -- running a submission ------------------------------------------------------------
 
     async def execute(self, submission: dict) -> dict:
+        """Exactly one result for every submission, whatever it holds."""
+        try:
+            return await self._execute(submission)
+        except Exception:  # noqa: BLE001 - a reply, never silence
+            log.exception("sandbox run failed")
+            return {**refused("the sandbox failed while running this code"), "status": ERROR}
+
+    async def _execute(self, submission: dict) -> dict:
         code = submission.get("code")
         if not isinstance(code, str):
             return refused("the submission has no code text")
         if len(code.encode("utf-8", "surrogatepass")) > self.limits.code_max_bytes:
             return refused(f"the code is larger than {self.limits.code_max_bytes // 1024} KB")
-        gpu = submission.get("device") == "cuda" and os.path.exists("/dev/nvidiactl")
+        if not (self.memory_limited or self.allow_unbounded_memory):
+            return refused("code is not run here: this host gives the sandbox no memory limit "
+                           "(see `tutor sandbox doctor`)")
+        mode = submission.get("mode") or "run"
+        request = {"code": code, "mode": mode, "device": submission.get("device") or "cpu"}
+        judge = None
+        if mode == "check":
+            name = submission.get("checker")
+            if name not in checkers.NAMES:
+                return refused(f"no checker named {name!r}")
+            judge = checkers.load(name)
+            request.update(observer=checkers.OBSERVERS[name], plan=judge.plan())
+        elif mode != "run":
+            return refused(f"unknown mode {mode!r}")
+        gpu = request["device"] == "cuda" and os.path.exists("/dev/nvidiactl")
+        arrived = time.monotonic()
         async with self.slots:
+            if time.monotonic() - arrived > self.limits.reply_margin_s:
+                # Its client has stopped waiting: running it now would only delay others.
+                return {**refused("the sandbox was too busy to run this in time; try again"),
+                        "status": ERROR}
             if gpu:
                 async with self.gpu_lock:
-                    return await self._execute(submission, gpu=True)
-            return await self._execute(submission, gpu=False)
+                    result, detail = await self._run(request, gpu=True)
+            else:
+                result, detail = await self._run(request, gpu=False)
+        if judge is not None:
+            result = await self._judged(judge, result, detail)
+        return result
 
-    async def _execute(self, submission: dict, gpu: bool) -> dict:
+    async def _run(self, request: dict, gpu: bool) -> tuple[dict, dict]:
         loop = asyncio.get_running_loop()
         try:
-            slot = self._take_slot(gpu)
-        except RuntimeError as exc:
-            return {**refused(str(exc)), "status": ERROR}
-        if not gpu:
-            loop.call_soon(self.refill)  # the next submission finds a child waiting
+            slot = await self._take_slot(gpu)
+        except Exception as exc:  # noqa: BLE001
+            return {**refused(str(exc)), "status": ERROR}, {}
         started = time.perf_counter()
-        payload = json.dumps({k: submission.get(k) for k in
-                              ("code", "mode", "checker", "device")}).encode()
+        payload = json.dumps(request).encode()
         pidfd = os.pidfd_open(slot.pid)
         exited = loop.create_future()
-        overflow = asyncio.Event()
+        overflow, report_overflow = asyncio.Event(), asyncio.Event()
         loop.add_reader(pidfd, lambda: exited.done() or exited.set_result(None))
-        for fd, buffer in ((slot.out_r, slot.out), (slot.err_r, slot.err)):
-            loop.add_reader(fd, self._drain, slot, fd, buffer, overflow)
+        drains = ((slot.out_r, slot.out, overflow), (slot.err_r, slot.err, overflow),
+                  (slot.result_r, slot.report, report_overflow))
+        for fd, buffer, event in drains:
+            loop.add_reader(fd, self._drain, slot, fd, buffer, event)
         try:
             await loop.run_in_executor(None, _send, slot.request_w, payload)
-            overflowing = asyncio.ensure_future(overflow.wait())
-            done, _ = await asyncio.wait(
-                [exited, overflowing], timeout=self.limits.wall_s,
-                return_when=asyncio.FIRST_COMPLETED)
-            overflowing.cancel()
-            timed_out = not done
+            stops = [asyncio.ensure_future(e.wait()) for e in (overflow, report_overflow)]
+            done, _ = await asyncio.wait([exited, *stops], timeout=self.limits.wall_s,
+                                         return_when=asyncio.FIRST_COMPLETED)
+            for stop in stops:
+                stop.cancel()
             if not exited.done():
                 with contextlib.suppress(ProcessLookupError):
-                    os.kill(slot.pid, signal.SIGKILL)
+                    signal.pidfd_send_signal(pidfd, signal.SIGKILL)
                 await exited
-            _, wait_status = await loop.run_in_executor(None, os.waitpid, slot.pid, 0)
+            _, wait_status, usage = os.wait4(slot.pid, 0)
         finally:
-            for fd in (pidfd, slot.out_r, slot.err_r):
+            for fd in (pidfd, slot.out_r, slot.err_r, slot.result_r):
                 loop.remove_reader(fd)
             os.close(pidfd)
         elapsed_ms = (time.perf_counter() - started) * 1000
-        return self._verdict(slot, wait_status, timed_out, overflow.is_set(), elapsed_ms)
-
-    def _drain(self, slot: Slot, fd: int, buffer: bytearray, overflow: asyncio.Event) -> None:
-        try:
-            chunk = os.read(fd, 65536)
-        except BlockingIOError:
-            return
-        if not chunk:
-            asyncio.get_running_loop().remove_reader(fd)
-            return
-        slot.output_total += len(chunk)
-        room = self.limits.output_keep_bytes - len(buffer)
-        if room > 0:
-            buffer += chunk[:room]
-        if slot.output_total > self.limits.output_max_bytes:
-            overflow.set()
-
-    def _verdict(self, slot: Slot, wait_status: int, timed_out: bool, overflowed: bool,
-                 elapsed_ms: float) -> dict:
-        with contextlib.suppress(BlockingIOError):
-            for fd, buffer in ((slot.out_r, slot.out), (slot.err_r, slot.err)):
-                buffer += os.read(fd, max(0, self.limits.output_keep_bytes - len(buffer)))
-        raw = b""
-        with contextlib.suppress(BlockingIOError, OSError):
-            raw = _read_all(slot.result_r)
-        for fd in (slot.request_w, slot.result_r, slot.out_r, slot.err_r):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        for fd, buffer, event in drains:  # what is still in the pipes
+            self._drain(slot, fd, buffer, event, until_empty=True)
         oom = bool(slot.cgroup) and self.cgroups.oom_killed(slot.cgroup)
-        if slot.cgroup:
-            self.cgroups.remove(slot.cgroup)
-        result = json.loads(raw) if raw else {}
-        signalled = os.WIFSIGNALED(wait_status)
-        if timed_out:
-            result.update(status=TIMEOUT, error=f"stopped after {self.limits.wall_s:g} s")
-        elif overflowed:
-            result.update(status=OUTPUT_LIMIT, error="stopped: printed more than "
-                          f"{self.limits.output_max_bytes // 1024} KB")
-        elif signalled and os.WTERMSIG(wait_status) == signal.SIGXCPU:
-            result.update(status=TIMEOUT, error=f"stopped after {self.limits.cpu_s} s of CPU")
-        elif oom:
-            result.update(status=MEMORY, error="stopped: used more memory than allowed")
-        elif not raw:
-            code = -os.WTERMSIG(wait_status) if signalled else os.WEXITSTATUS(wait_status)
-            result.update(status=ERROR, exit_code=code,
-                          error=f"the program ended abruptly (exit {code})")
+        self._release(slot)
+        ending = Ending(wait_status, usage.ru_utime + usage.ru_stime, timed_out=not done,
+                        output_overflow=overflow.is_set(),
+                        report_overflow=report_overflow.is_set(), oom_killed=oom,
+                        report=bytes(slot.report))
+        result, detail = decide(ending, self.limits)
+        return {**result, **self._output(slot), "elapsed_ms": round(elapsed_ms, 2)}, detail
+
+    def _drain(self, slot: Slot, fd: int, buffer: bytearray, overflow: asyncio.Event,
+               until_empty: bool = False) -> None:
+        is_report = buffer is slot.report
+        keep = self.limits.report_max_bytes if is_report else self.limits.output_keep_bytes
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except (BlockingIOError, OSError):
+                return
+            if not chunk:
+                if not until_empty:
+                    asyncio.get_running_loop().remove_reader(fd)
+                return
+            if is_report:
+                if len(buffer) + len(chunk) > keep:
+                    overflow.set()
+                buffer += chunk[:max(0, keep - len(buffer))]
+            else:
+                slot.output_total += len(chunk)
+                buffer += chunk[:max(0, keep - len(buffer))]
+                if slot.output_total > self.limits.output_max_bytes:
+                    overflow.set()
+            if not until_empty:
+                return
+
+    def _output(self, slot: Slot) -> dict:
         stdout, stderr = _text(slot.out), _text(slot.err)
         if slot.output_total > self.limits.output_keep_bytes:
             note = f"\n[output truncated: {slot.output_total} bytes in all]"
             stdout, stderr = (stdout + note, stderr) if len(slot.out) >= len(slot.err) \
                 else (stdout, stderr + note)
-        result.setdefault("exit_code", None)
-        return {**result, "stdout": stdout, "stderr": stderr,
-                "elapsed_ms": round(elapsed_ms, 2)}
+        return {"stdout": stdout, "stderr": stderr}
+
+    async def _judged(self, judge, result: dict, detail: dict) -> dict:
+        """A code check's verdict, decided here from the child's observations."""
+        observations = detail.get("observations")
+        if result["status"] not in (OK, ERROR):
+            return result
+        if observations is None:
+            if result["status"] == OK:
+                return {**result, "status": ERROR,
+                        "error": "the program ended before the checker could watch it train"}
+            return result
+        loop = asyncio.get_running_loop()
+        try:
+            report = await loop.run_in_executor(None, judge.judge, observations)
+        except (Malformed, ValueError, TypeError, KeyError, IndexError) as exc:
+            return {**result, "status": ERROR,
+                    "error": f"the checker could not read what the run reported ({exc})"}
+        if result["status"] != OK and report["passed"]:
+            report = {**report, "status": ERROR, "passed": False,
+                      "feedback": [result.get("error") or "the program failed"]}
+        return {**result, "report": report}
 
 
 def _send(fd: int, payload: bytes) -> None:
-    os.write(fd, len(payload).to_bytes(4, "little"))
-    view = memoryview(payload)
-    while view:
-        view = view[os.write(fd, view):]
+    os.set_blocking(fd, True)
+    data = memoryview(len(payload).to_bytes(4, "little") + payload)
+    with contextlib.suppress(BrokenPipeError):  # the child died first: its status says why
+        while data:
+            data = data[os.write(fd, data):]
 
 
 def _text(data: bytearray) -> str:
@@ -320,13 +395,18 @@ async def answer_lines(server: ForkServer, reader: asyncio.StreamReader,
 
     async def answer(request: dict) -> None:
         if request.get("op") == "info":
-            reply = {"gpu": os.path.exists("/dev/nvidiactl"), "cgroups": bool(server.cgroups),
-                     "pid": os.getpid()}
+            reply = server.info()
         else:
             reply = await server.execute(request)
         write(encode({**reply, "id": request.get("id")}))
 
-    while line := await reader.readline():
+    while True:
+        try:
+            line = await reader.readline()
+        except ValueError:  # a line over the stream limit: drop it, keep the connection
+            continue
+        if not line:
+            break
         try:
             request = decode(line)
         except ValueError:
@@ -377,15 +457,18 @@ async def serve_socket(server: ForkServer, address: str, mode: int = 0o660) -> N
         await listener.serve_forever()
 
 
-def _warm_up(torch) -> None:
-    """Run a tiny training step once, so lazy initialisation (cpuinfo reads /proc, kernel
-    dispatch tables, autograd) happens here and not in every jailed child."""
-    model = torch.nn.Linear(3, 1)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    loss = torch.nn.functional.mse_loss(model(torch.ones(4, 3)), torch.zeros(4, 1))
-    loss.backward()
-    optimizer.step()
-    optimizer.zero_grad()
+async def _serve(server: ForkServer, listen: str | None, mode: int) -> None:
+    # SIGTERM (docker stop, the client's stop) still gives back children and cgroups.
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM,
+                                                  asyncio.current_task().cancel)
+    await server.start()
+    try:
+        if listen:
+            await serve_socket(server, listen, mode)
+        else:
+            await serve_stdio(server)
+    finally:
+        await server.close()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -396,29 +479,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--listen", help="serve on unix:/path or tcp:host:port instead of "
                                          "stdin/stdout")
     parser.add_argument("--mode", default="660", help="the Unix socket's permissions (octal)")
+    parser.add_argument("--allow-unbounded-memory", action="store_true",
+                        help="run code even where no cgroup memory limit can be set")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    import torch  # once, here: every child starts with it imported
-
-    torch.set_num_threads(1)
-    torch.set_num_interop_threads(1)
-    _warm_up(torch)
-    for checker in ("train_loop",):
-        with contextlib.suppress(ImportError):
-            __import__(f"content.checkers.{checker}")
-    if not seccomp.available():  # loads libseccomp now, before any child is forked
-        log.error("libseccomp is missing: sandbox children cannot be locked down")
-    sc.prctl(sc.PR_SET_CHILD_SUBREAPER, 1)  # orphaned sandbox children come back to us
-    server = ForkServer(Limits(**args.limits), args.parallel)
-    server.refill()
-    # A service stopped with SIGTERM still gives back its waiting child and cgroup.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    try:
-        asyncio.run(serve_socket(server, args.listen, int(args.mode, 8)) if args.listen
-                    else serve_stdio(server))
-    finally:
-        server.close()
+    limits = Limits(**args.limits)
+    sc.prctl(sc.PR_SET_CHILD_SUBREAPER, 1)  # jailed children come back to us
+    cgroups = Cgroups.create(limits)  # before the zygote starts: it inherits our cgroup
+    allow = args.allow_unbounded_memory
+    if cgroups is None:
+        log.error("no cgroup memory limit on this host: %s", "code runs anyway "
+                  "(SANDBOX_ALLOW_UNBOUNDED_MEMORY)" if allow else "code will not be run "
+                  "(see `tutor sandbox doctor`)")
+    server = ForkServer(limits, args.parallel, cgroups, allow)
+    with contextlib.suppress(asyncio.CancelledError):
+        asyncio.run(_serve(server, args.listen, int(args.mode, 8)))
 
 
 if __name__ == "__main__":

@@ -10,14 +10,14 @@ import pytest
 
 from bot.sandbox.client import SandboxBusy, SandboxClient
 from bot.sandbox.protocol import ERROR, OK
-from tests.sandbox.conftest import TEST_LIMITS
+from tests.sandbox.conftest import TEST_LIMITS, sleeping_child, wait_until
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 async def test_a_learner_has_one_run_in_flight(sandbox):
     first = asyncio.create_task(sandbox.run("import time; time.sleep(0.5)", learner="ann"))
-    await asyncio.sleep(0.05)
+    await asyncio.sleep(0)  # the task runs up to its first wait: admitted by then
     with pytest.raises(SandboxBusy, match="still running"):
         await sandbox.run("print(1)", learner="ann")
     other = await sandbox.run("print(1)", learner="bob")  # others are not held up
@@ -52,23 +52,20 @@ async def test_a_full_queue_refuses_new_runs():
 async def test_a_dead_worker_is_restarted_and_the_run_is_answered(sandbox):
     first_worker = sandbox.worker_pid
     running = asyncio.create_task(sandbox.run("import time; time.sleep(1); print('done')"))
-    await asyncio.sleep(0.3)
+    await wait_until(lambda: sleeping_child(first_worker), what="the run to start")
     os.kill(first_worker, signal.SIGKILL)
-    result = await asyncio.wait_for(running, 30)
+    result = await asyncio.wait_for(running, 120)
     assert sandbox.worker_pid != first_worker
     assert (result["status"], result["stdout"]) == (OK, "done\n")  # run again, not lost
     assert (await sandbox.run("print('next')"))["stdout"] == "next\n"
 
 
 async def test_a_run_that_kills_the_worker_twice_is_reported_not_retried_forever(sandbox):
-    async def kill_worker_soon():
-        for _ in range(2):
-            await asyncio.sleep(0.3)
-            os.kill(sandbox.worker_pid, signal.SIGKILL)
-            await asyncio.sleep(3)  # the restart imports torch
-
-    killer = asyncio.create_task(kill_worker_soon())
-    result = await asyncio.wait_for(sandbox.run("import time; time.sleep(2.5)"), 60)
-    await killer
+    running = asyncio.create_task(sandbox.run("import time; time.sleep(30)"))
+    for _ in range(2):  # each time the run is under way in a worker, that worker dies
+        worker = await wait_until(lambda: sandbox.worker_pid if sleeping_child(
+            sandbox.worker_pid) else None, what="the run to start in a worker")
+        os.kill(worker, signal.SIGKILL)
+    result = await asyncio.wait_for(running, 120)
     assert result["status"] == ERROR and "crashed" in result["stderr"]
     assert (await sandbox.run("print('ok')"))["status"] == OK
