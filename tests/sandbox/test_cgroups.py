@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -243,3 +244,35 @@ def test_v1_sweeps_groups_of_dead_workers():
     assert Cgroups.create(LIMITS) is not None
     for controller in ("memory", "pids"):
         assert not (V1_ROOT / controller / "tutor-sandbox" / orphan).exists()
+
+
+# -- cgroup v2 core files, for real --------------------------------------------------------
+
+UNIFIED = Path("/sys/fs/cgroup/unified")  # this host's cgroup2 (no memory controller in it)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not (UNIFIED / "cgroup.procs").is_file(),
+                    reason="needs root and a cgroup2 hierarchy at /sys/fs/cgroup/unified")
+def test_v2_remove_kills_a_populated_group_and_waits_for_it_for_real():
+    """cgroup.kill, cgroup.events and rmdir need no controller: the kernel's own v2 tree
+    checks the kill-then-wait path even where memory is on v1."""
+    top = UNIFIED / f"tutor-test-{os.getpid()}"
+    top.mkdir()
+    shell = None
+    try:
+        found = cgroups._V2(LIMITS, (top,))
+        (top / "run").mkdir()
+        shell = subprocess.Popen(["sh", "-c", "sleep 60 & sleep 60 & wait"])
+        found.add("run", shell.pid)
+        found.add("run", shell.pid)  # idempotent
+        assert "populated 1" in (top / "run" / "cgroup.events").read_text()
+        found.remove("run")  # the shell and both sleeps are killed; the group goes
+        assert not (top / "run").exists()
+        assert shell.wait(timeout=10) == -9
+    finally:
+        if shell and shell.poll() is None:
+            shell.kill()
+            shell.wait()
+        for group in (top / "run", top):
+            if group.exists():
+                group.rmdir()
