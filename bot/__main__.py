@@ -154,6 +154,15 @@ def cmd_sandbox_serve(args) -> int:
               worker_environment())
 
 
+def cmd_sandbox_doctor(args) -> int:
+    """What isolation holds on this host; exit 1 when the sandbox would run unbounded."""
+    from bot.sandbox import doctor
+
+    report = doctor.diagnose(Path(args.cgroup_root))
+    print(json.dumps(report) if args.json else doctor.render(report))
+    return 0 if report["bounded"] else 1
+
+
 def cmd_check(args) -> int:
     """Judge a code answer for a code card, as the bot would."""
     from bot.sandbox.judge import report_from
@@ -335,6 +344,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--mode", default="660",
                        help="Unix socket permissions, octal (666: a private shared volume)")
     serve.set_defaults(func=cmd_sandbox_serve)
+    doctor = sandbox.add_parser("doctor", help="what isolation holds here (namespaces, seccomp, "
+                                               "cgroup limits, GPU); exit 1 when unbounded")
+    doctor.add_argument("--json", action="store_true", help="one JSON object")
+    doctor.add_argument("--cgroup-root", default="/sys/fs/cgroup",
+                        help="where cgroupfs is mounted (tests point it at a fake tree)")
+    doctor.set_defaults(func=cmd_sandbox_doctor)
 
     db = sub.add_parser("db", help="database maintenance").add_subparsers(
         dest="db_command", required=True)

@@ -33,8 +33,9 @@ class Settings(BaseSettings):
     # A running `tutor sandbox serve` (unix:/path or tcp:host:port) to use instead of a
     # worker of this process's own.
     sandbox_address: str | None = None
-    # The operator's explicit opt-in to run code cards where the sandbox can set no cgroup
-    # memory limit (rlimits only: shared memory is then unbounded). See `tutor sandbox doctor`.
+    # The operator's explicit opt-in to run code cards where no cgroup memory limit can be
+    # set (neither cgroup v1 nor a delegated v2): only rlimits bound memory then, and
+    # RLIMIT_DATA does not count shared mappings. Off: code cards are off on such hosts.
     sandbox_allow_unbounded_memory: bool = False
     # Sweep for due daily reminders every minute (one process per database, or PostgreSQL).
     reminders: bool = True

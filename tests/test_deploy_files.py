@@ -29,3 +29,6 @@ def test_compose_services_use_real_tutor_commands():
     assert args.listen == "unix:/sock/sandbox.sock"
     assert services["bot"]["environment"]["SANDBOX_ADDRESS"] == args.listen
     assert services["postgres"]["profiles"] == ["postgres"]
+    # cgroup v2 delegation: a writable cgroupfs and a cgroup namespace of the worker's own.
+    assert services["sandbox"]["privileged"] is True
+    assert services["sandbox"]["cgroup"] == "private"

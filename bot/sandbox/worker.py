@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bot.sandbox import cgroups as cgroup_limits
 from bot.sandbox import syscalls as sc
 from bot.sandbox.cgroups import Cgroups
 from bot.sandbox.protocol import ERROR, OK, Limits, decode, encode, refused
@@ -161,6 +162,7 @@ class ForkServer:
     def info(self) -> dict:
         return {"gpu": os.path.exists("/dev/nvidiactl"),
                 "cgroups": self.cgroups.version if self.cgroups else None,
+                "limits": self.cgroups.describe() if self.cgroups else {},
                 "memory_limited": self.memory_limited,
                 "runs_code": self.memory_limited or self.allow_unbounded_memory,
                 "pid": os.getpid(),
@@ -489,9 +491,9 @@ def main(argv: list[str] | None = None) -> None:
     cgroups = Cgroups.create(limits)  # before the zygote starts: it inherits our cgroup
     allow = args.allow_unbounded_memory
     if cgroups is None:
-        log.error("no cgroup memory limit on this host: %s", "code runs anyway "
-                  "(SANDBOX_ALLOW_UNBOUNDED_MEMORY)" if allow else "code will not be run "
-                  "(see `tutor sandbox doctor`)")
+        log.error("no cgroup memory limit (%s): %s", cgroup_limits.last_problem,
+                  "code runs anyway, as SANDBOX_ALLOW_UNBOUNDED_MEMORY asks" if allow else
+                  "code will not be run (see `tutor sandbox doctor`)")
     server = ForkServer(limits, args.parallel, cgroups, allow)
     with contextlib.suppress(asyncio.CancelledError):
         asyncio.run(_serve(server, args.listen, int(args.mode, 8)))
