@@ -45,7 +45,9 @@ class Limits:
 
 
 def encode(message: dict) -> bytes:
-    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+    """One JSON line of valid UTF-8: a lone surrogate (from learner text) becomes '?'."""
+    text = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+    return text.encode("utf-8", "replace") + b"\n"
 
 
 def decode(line: bytes) -> dict:

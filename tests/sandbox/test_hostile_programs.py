@@ -632,8 +632,8 @@ async def test_an_execed_python_writing_surrogates(sandbox):
                        env=env, check=True)
         os.execve(sys.executable, [sys.executable, "-c", "print(chr(0xDBFF), 'execed')"], env)
     """)
-    # exec replaced the harness, so no verdict came back: an abrupt end, exit 0
-    assert (result["status"], result["exit_code"]) == (ERROR, 0), result
+    # exec replaced the harness; the status is the exec'd program's own exit status
+    assert (result["status"], result["exit_code"]) == (OK, 0), result
     utf8_clean(result)
     assert "\ufffd" in result["stdout"]
     await still_serving(sandbox)
@@ -694,9 +694,6 @@ def _inherited_fds() -> str:
     """
 
 
-@pytest.mark.xfail(strict=True, reason="FINDING: the child inherits the result pipe (fd 8); "
-                   "garbage written to it makes the worker's _verdict raise JSONDecodeError "
-                   "and the run is never answered")
 async def test_garbage_in_the_inherited_result_pipe_still_gets_an_answer(sandbox):
     code = _inherited_fds() + """
         for fd in inherited():
@@ -707,12 +704,9 @@ async def test_garbage_in_the_inherited_result_pipe_still_gets_an_answer(sandbox
         result = await asyncio.wait_for(run(sandbox, code), TEST_LIMITS.wall_s + 1.5)
     finally:
         await still_serving(sandbox)
-    assert result["status"] in (OK, ERROR)
+    assert result["status"] == ERROR and "report channel" in result["error"], result
 
 
-@pytest.mark.xfail(strict=True, reason="FINDING: a program can write its own verdict into "
-                   "the inherited result pipe and exit; the worker takes it as the harness's "
-                   "(a forged checker report passes in bot.sandbox.judge.report_from)")
 async def test_a_forged_verdict_in_the_result_pipe_is_not_believed(sandbox):
     code = _inherited_fds() + """
         import json
@@ -727,8 +721,6 @@ async def test_a_forged_verdict_in_the_result_pipe_is_not_believed(sandbox):
     assert "report" not in result and not report_from(result).passed
 
 
-@pytest.mark.xfail(strict=True, reason="FINDING: an exception message with a lone surrogate "
-                   "reaches the reply's `error` field unreplaced (not encodable as UTF-8)")
 async def test_an_exception_message_with_a_lone_surrogate(sandbox):
     result = await run(sandbox, "raise ValueError('bad ' + chr(0xDCE6))")
     assert result["status"] == ERROR
