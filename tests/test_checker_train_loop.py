@@ -249,7 +249,12 @@ def test_step_every_batch_without_any_clear_is_two_mistakes():
 
 @pytest.mark.parametrize("code, fragment", [
     ("import torch\noptimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)\n"
-     + REFERENCE, "final weights differ"),
+     + REFERENCE, "another optimizer"),
+    (variant(("            optimizer.zero_grad()\n",
+              "            optimizer.zero_grad()\n"
+              "            import torch\n"
+              "            with torch.no_grad():\n"
+              "                model.bias += 0.01\n")), "changed outside optimizer.step()"),
     (variant(("criterion(outputs, labels)", "((outputs - labels) ** 2).mean()")),
      "criterion"),
     (variant(("            optimizer.step()\n",

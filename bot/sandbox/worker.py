@@ -483,12 +483,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--mode", default="660", help="the Unix socket's permissions (octal)")
     parser.add_argument("--allow-unbounded-memory", action="store_true",
                         help="run code even where no cgroup memory limit can be set")
+    parser.add_argument("--cgroup-root", type=Path, default=cgroup_limits.ROOT,
+                        help="where cgroupfs is mounted (tests point it elsewhere)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     limits = Limits(**args.limits)
     sc.prctl(sc.PR_SET_CHILD_SUBREAPER, 1)  # jailed children come back to us
-    cgroups = Cgroups.create(limits)  # before the zygote starts: it inherits our cgroup
+    cgroups = Cgroups.create(limits, args.cgroup_root)  # before the zygote: it inherits it
     allow = args.allow_unbounded_memory
     if cgroups is None:
         log.error("no cgroup memory limit (%s): %s", cgroup_limits.last_problem,

@@ -12,7 +12,7 @@ Nothing depends on the learner's variable names or loop style:
   after criterion() ("B", loss id, factor, .grad just before);
 - "A" marks that a backward pass reached the parameters' .grad;
 - a global optimizer hook sees every step(), whichever optimizer makes it
-  ("S", learning rates, .grad at that moment, flags).
+  ("S", learning rates, .grad at that moment, flags, weights before the step).
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ class _Recorder:
         flags = (IN_BACKWARD if self.backward_open else 0) | (
             0 if held == {id(p) for p in self.params} else FOREIGN_OPTIMIZER)
         lrs = [float(g["lr"]) for g in optimizer.param_groups]
-        self.add("S", lrs, self.grads(), flags)
+        self.add("S", lrs, self.grads(), flags, self.weights())
 
 
 def _build(plan: dict, device: str):

@@ -3,7 +3,10 @@
 The events (see `_observe`) come from a process that ran learner code, so they are
 untrusted input: every one is checked for shape and range, and anything malformed raises
 `Malformed`. Gradients are predicted here, from the judge's own data, and compared with
-the .grad values the child saw; clears of .grad are inferred from that comparison.
+the .grad values the child saw; clears of .grad are inferred from that comparison. The
+weights are followed too: they may change only in optimizer.step(), by what plain SGD
+makes of the .grad that step saw. So events that claim a correct loop without its
+training (weights that never move, or a correct final copied in) do not add up.
 """
 
 from __future__ import annotations
@@ -83,9 +86,15 @@ def _vector(value, optional: bool = False) -> Vector | None:
     return [_number(v) for v in value]
 
 
+MOVED = ("the model's weights changed outside optimizer.step(), or differently from what "
+         "the given SGD optimizer does with the gradients (another optimizer, or weights "
+         "changed by hand?)")
+
+
 class _Replay:
-    def __init__(self, scn: Scenario, x: list, y: list):
+    def __init__(self, scn: Scenario, x: list, y: list, w0: Vector):
         self.scn, self.x, self.y = scn, x, y
+        self.weights = list(w0)  # where the weights must be now, if only SGD moved them
         self.trace = Trace()
         self.fetch_epoch: dict[int, int] = {}
         self.loss_info: list[tuple[int, int, Vector]] = []  # (epoch, batch, gradient)
@@ -99,7 +108,7 @@ class _Replay:
             raise Malformed("an event is not a list")
         kind, args = ev[0], ev[1:]
         handler = {"F": (self.fetch, 1), "L": (self.loss, 2), "B": (self.backward, 3),
-                   "A": (self.accumulated, 0), "S": (self.step, 3)}.get(kind)
+                   "A": (self.accumulated, 0), "S": (self.step, 4)}.get(kind)
         if handler is None or len(args) != handler[1]:
             raise Malformed(f"unknown event {kind!r}")
         handler[0](*args)
@@ -112,6 +121,7 @@ class _Replay:
 
     def loss(self, batch, weights) -> None:
         batch, w = _index(batch, self.scn.n_batches), _vector(weights)
+        self.follow(w)
         grad = batch_grad(w, self.x[batch], self.y[batch])
         self.loss_info.append((self.fetch_epoch.get(batch, self.trace.passes), batch, grad))
         self.last_loss = len(self.loss_info) - 1
@@ -135,12 +145,16 @@ class _Replay:
         self.ledger += self.inflight
         self.inflight = []
 
-    def step(self, lrs, grads, flags) -> None:
+    def step(self, lrs, grads, flags, weights) -> None:
         if not isinstance(lrs, list) or not lrs or len(lrs) > 64:
             raise Malformed("learning rates")
         lrs = tuple(_number(lr) for lr in lrs)
         grads = _vector(grads, optional=True)
         flags = _index(flags, 4)
+        before = _vector(weights)
+        self.follow(before)
+        if len(set(lrs)) == 1:  # one rate for all (several differ: the lr check reports it)
+            self.weights = axpy(-lrs[0], grads or [0.0] * N_WEIGHTS, before)
         if flags & IN_BACKWARD:
             self.flag("optimizer.step() ran in the middle of a backward pass")
         if flags & FOREIGN_OPTIMIZER:
@@ -154,6 +168,12 @@ class _Replay:
         self.observe(epoch, grads)
         pending = self.last_loss if self.last_loss not in self.trace.backpropagated else None
         self.trace.events.append(Step(epoch, pos, lrs, tuple(self.ledger), pending))
+
+    def follow(self, weights: Vector) -> None:
+        """The weights the child saw must be where the steps so far put them."""
+        if not allclose(weights, self.weights, ATOL, ATOL):
+            self.flag(MOVED)
+        self.weights = weights
 
     def flag(self, message: str) -> None:
         self.trace.anomaly = self.trace.anomaly or message
@@ -172,14 +192,16 @@ class _Replay:
         self.predicted = actual
 
 
-def replay(scn: Scenario, x: list, y: list, observed) -> Trace:
+def replay(scn: Scenario, plan: dict, observed) -> Trace:
     """The Trace of one scenario's observations; raises Malformed."""
     if not isinstance(observed, dict) or not isinstance(observed.get("events"), list):
         raise Malformed("a scenario's observations are missing")
-    replaying = _Replay(scn, x, y)
+    replaying = _Replay(scn, plan["x"], plan["y"], plan["w0"])
     for ev in observed["events"]:
         replaying.event(ev)
     trace = replaying.trace
     trace.final = _vector(observed.get("final"))
+    if not observed.get("truncated"):
+        replaying.follow(trace.final)
     trace.truncated = observed.get("truncated") is True
     return trace

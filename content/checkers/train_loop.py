@@ -76,7 +76,7 @@ def judge(observations) -> dict:
     found: dict[str, str] = {}
     unexplained: list[str] = []
     for scn, data, observed in zip(SCENARIOS, plan(), observations["scenarios"], strict=True):
-        trace = replay(scn, data["x"], data["y"], observed)
+        trace = replay(scn, data, observed)
         for mistake, text in diagnose(trace, scn):
             if mistake is None:  # the same story told with another scenario's numbers
                 if _shape(text) not in map(_shape, unexplained):
