@@ -201,6 +201,8 @@ class ForkServer:
                 log.exception("could not prepare a sandbox child ahead of time")
 
     async def _take_slot(self, gpu: bool) -> Slot:
+        if not gpu and self.ready is None and self._refilling is not None:
+            await asyncio.shield(self._refilling)  # nearly ready: sooner than a new one
         if not gpu and self.ready is not None:
             slot, self.ready = self.ready, None
         else:
