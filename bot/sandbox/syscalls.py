@@ -48,6 +48,10 @@ def unshare(flags: int) -> None:
     _check(_libc.unshare(ctypes.c_int(flags)), "unshare")
 
 
+def setns(fd: int, nstype: int) -> None:
+    _check(_libc.setns(ctypes.c_int(fd), ctypes.c_int(nstype)), "setns")
+
+
 def mount(source: str | None, target: str, fstype: str | None, flags: int = 0,
           data: str | None = None) -> None:
     enc = lambda s: None if s is None else s.encode()  # noqa: E731

@@ -6,8 +6,8 @@ to it) or through `tutor sandbox serve` on a socket. Three kinds of process:
   it decides each status (`verdict`) and judges code checks (`content.checkers`);
 - the zygote (`bot.sandbox.zygote`, started by exec with a clean environment): imports
   torch once and forks jailed children, but never sees a submission;
-- one jailed child per submission, adopted by this service, which waits for it. One child
-  is kept ready, so a submission only pays for its run.
+- one jailed child per submission; the zygote reaps it and tells this service how it
+  ended. One child is kept ready, so a submission only pays for its run.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import itertools
 import json
 import logging
 import os
@@ -29,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.sandbox import cgroups as cgroup_limits
-from bot.sandbox import syscalls as sc
 from bot.sandbox.cgroups import Cgroups
 from bot.sandbox.protocol import ERROR, OK, Limits, decode, encode, refused
 from bot.sandbox.verdict import Ending, decide
@@ -54,6 +54,7 @@ class Slot:
     """A child that is jailed and waiting for its submission."""
 
     pid: int
+    child: int  # the zygote's number for it
     request_w: int
     result_r: int
     out_r: int
@@ -73,18 +74,21 @@ class ZygoteGone(RuntimeError):
 
 
 class Zygote:
-    """This service's handle on its zygote process."""
+    """This service's handle on its zygote process: asks it for children, and hears from it
+    when each one ends (it is their parent)."""
 
     def __init__(self, limits: Limits):
         self.limits = limits
         self.process: subprocess.Popen | None = None
         self.control: socket.socket | None = None
-        self.lock = asyncio.Lock()  # one request at a time
+        self._ids = itertools.count(1)
+        self._replies: dict[int, asyncio.Future] = {}
+        self._exits: dict[int, asyncio.Future] = {}
+        self._reader: asyncio.Task | None = None
 
     async def start(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         with theirs:
-            # Started from the event loop's thread: adopted children outlive no thread.
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "bot.sandbox.zygote", "--control", str(theirs.fileno()),
                  "--limits", json.dumps(dataclasses.asdict(self.limits))],
@@ -100,47 +104,92 @@ class Zygote:
         if not hello:
             self.stop()
             raise ZygoteGone("the sandbox zygote did not start (see its log above)")
+        self._reader = asyncio.ensure_future(self._read(ours))
         log.debug("sandbox zygote ready (pid %d)", self.process.pid)
 
-    async def child(self, gpu: bool, procs: list[str]) -> tuple[int, list[int]]:
-        """A jailed child from the zygote: (pid, [request_w, result_r, out_r, err_r])."""
-        async with self.lock:
-            if self.control is None:
-                raise ZygoteGone("the sandbox zygote is not running")
-            loop = asyncio.get_running_loop()
-            await loop.sock_sendall(self.control, json.dumps({"gpu": gpu,
-                                                              "procs": procs}).encode())
+    async def _read(self, control: socket.socket) -> None:
+        """Route the zygote's messages: replies to our requests, and child exits."""
+        loop = asyncio.get_running_loop()
+        while True:
             readable = loop.create_future()
-            loop.add_reader(self.control, lambda: readable.done() or readable.set_result(None))
+            loop.add_reader(control, lambda f=readable: f.done() or f.set_result(None))
             try:
-                await asyncio.wait_for(readable, PREPARE_TIMEOUT_S)
-            except TimeoutError:
-                raise ZygoteGone("the sandbox zygote stopped answering") from None
+                await readable
             finally:
-                loop.remove_reader(self.control)
-            message, fds, _, _ = socket.recv_fds(self.control, 4096, 4)
-        if not message:
-            raise ZygoteGone("the sandbox zygote exited")
-        reply = json.loads(message)
+                loop.remove_reader(control)
+            try:
+                message, fds, _, _ = socket.recv_fds(control, 4096, 4)
+            except BlockingIOError:
+                continue
+            except OSError:
+                message, fds = b"", []
+            if not message:
+                break
+            reply = json.loads(message)
+            if "exited" in reply:
+                self.exited(reply["exited"]).set_result((reply["status"], reply["cpu_s"]))
+                continue
+            future = self._replies.pop(reply.get("id"), None)
+            if future is None or future.done():
+                for fd in fds:
+                    os.close(fd)
+            else:
+                future.set_result((reply, fds))
+        self._gone()
+
+    def _gone(self) -> None:
+        """The zygote ended: no reply will come, and its children died with it."""
+        for future in self._replies.values():
+            if not future.done():
+                future.set_exception(ZygoteGone("the sandbox zygote exited"))
+        self._replies.clear()
+        for future in self._exits.values():
+            if not future.done():
+                future.set_result((signal.SIGKILL, 0.0))
+        self.control = None
+
+    def exited(self, child: int) -> asyncio.Future:
+        """(wait status, CPU seconds) of child number `child`, once it has ended."""
+        if child not in self._exits:
+            self._exits[child] = asyncio.get_running_loop().create_future()
+            if self.control is None:
+                self._exits[child].set_result((signal.SIGKILL, 0.0))
+        return self._exits[child]
+
+    def forget(self, child: int) -> None:
+        self._exits.pop(child, None)
+
+    async def child(self, gpu: bool, procs: list[str]) -> tuple[int, int, list[int]]:
+        """A jailed child: (pid, child number, [request_w, result_r, out_r, err_r])."""
+        if self.control is None:
+            raise ZygoteGone("the sandbox zygote is not running")
+        request_id = next(self._ids)
+        future = self._replies[request_id] = asyncio.get_running_loop().create_future()
+        try:
+            await asyncio.get_running_loop().sock_sendall(self.control, json.dumps(
+                {"id": request_id, "gpu": gpu, "procs": procs}).encode())
+            reply, fds = await asyncio.wait_for(future, PREPARE_TIMEOUT_S)
+        except TimeoutError:
+            raise ZygoteGone("the sandbox zygote stopped answering") from None
+        finally:
+            self._replies.pop(request_id, None)
         if "error" in reply:
-            for fd in fds:
-                os.close(fd)
-            if reply.get("pid"):  # adopted by us: reap it
-                with contextlib.suppress(ChildProcessError):
-                    os.waitpid(reply["pid"], 0)
             raise RuntimeError(reply["error"])
-        return reply["pid"], fds
+        return reply["pid"], reply["child"], fds
 
     def stop(self) -> None:
         control, self.control = self.control, None
         if control is not None:
             control.close()  # the zygote exits when its socket closes
+        if self._reader is not None:
+            self._reader.cancel()
         if self.process is not None:
             try:
                 self.process.wait(10)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        self._gone()
 
 
 class ForkServer:
@@ -179,19 +228,19 @@ class ForkServer:
         procs = self.cgroups.procs_files(cgroup) if cgroup else []
         try:
             try:
-                pid, fds = await self.zygote.child(gpu, procs)
+                pid, child, fds = await self.zygote.child(gpu, procs)
             except ZygoteGone:
                 log.error("the sandbox zygote is gone; starting a new one")
                 self.zygote.stop()
                 await self.zygote.start()
-                pid, fds = await self.zygote.child(gpu, procs)
+                pid, child, fds = await self.zygote.child(gpu, procs)
         except BaseException:
             if cgroup:
                 self.cgroups.remove(cgroup)
             raise
         for fd in fds[1:]:
             os.set_blocking(fd, False)
-        return Slot(pid, *fds, cgroup)
+        return Slot(pid, child, *fds, cgroup)
 
     async def _refill(self) -> None:
         if self.ready is None:
@@ -211,10 +260,12 @@ class ForkServer:
             self._refilling = asyncio.ensure_future(self._refill())
         return slot
 
-    def _discard(self, slot: Slot) -> None:
-        with contextlib.suppress(ProcessLookupError, ChildProcessError):
-            os.kill(slot.pid, signal.SIGKILL)
-            os.waitpid(slot.pid, 0)
+    async def _discard(self, slot: Slot) -> None:
+        if not self.zygote.exited(slot.child).done():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(slot.pid, signal.SIGKILL)  # not reaped yet: still this child's pid
+            await self.zygote.exited(slot.child)
+        self.zygote.forget(slot.child)
         self._release(slot)
 
     def _release(self, slot: Slot) -> None:
@@ -232,7 +283,7 @@ class ForkServer:
                 await self._refilling
         slot, self.ready = self.ready, None
         if slot is not None:
-            self._discard(slot)
+            await self._discard(slot)
         self.zygote.stop()
 
     # -- running a submission ------------------------------------------------------------
@@ -289,10 +340,8 @@ class ForkServer:
             return {**refused(str(exc)), "status": ERROR}, {}
         started = time.perf_counter()
         payload = json.dumps(request).encode()
-        pidfd = os.pidfd_open(slot.pid)
-        exited = loop.create_future()
+        exited = self.zygote.exited(slot.child)
         overflow, report_overflow = asyncio.Event(), asyncio.Event()
-        loop.add_reader(pidfd, lambda: exited.done() or exited.set_result(None))
         drains = ((slot.out_r, slot.out, overflow), (slot.err_r, slot.err, overflow),
                   (slot.result_r, slot.report, report_overflow))
         for fd, buffer, event in drains:
@@ -304,21 +353,20 @@ class ForkServer:
                                          return_when=asyncio.FIRST_COMPLETED)
             for stop in stops:
                 stop.cancel()
-            if not exited.done():
+            if not exited.done():  # (the pid could be reused only after a wrap-around)
                 with contextlib.suppress(ProcessLookupError):
-                    signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-                await exited
-            _, wait_status, usage = os.wait4(slot.pid, 0)
+                    os.kill(slot.pid, signal.SIGKILL)
+            wait_status, cpu_s = await exited
         finally:
-            for fd in (pidfd, slot.out_r, slot.err_r, slot.result_r):
+            for fd, _, _ in drains:
                 loop.remove_reader(fd)
-            os.close(pidfd)
+            self.zygote.forget(slot.child)
         elapsed_ms = (time.perf_counter() - started) * 1000
         for fd, buffer, event in drains:  # what is still in the pipes
             self._drain(slot, fd, buffer, event, until_empty=True)
         oom = bool(slot.cgroup) and self.cgroups.oom_killed(slot.cgroup)
         self._release(slot)
-        ending = Ending(wait_status, usage.ru_utime + usage.ru_stime, timed_out=not done,
+        ending = Ending(wait_status, cpu_s, timed_out=not done,
                         output_overflow=overflow.is_set(),
                         report_overflow=report_overflow.is_set(), oom_killed=oom,
                         report=bytes(slot.report))
@@ -491,7 +539,6 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     limits = Limits(**args.limits)
-    sc.prctl(sc.PR_SET_CHILD_SUBREAPER, 1)  # jailed children come back to us
     cgroups = Cgroups.create(limits, args.cgroup_root)  # before the zygote: it inherits it
     allow = args.allow_unbounded_memory
     if cgroups is None:

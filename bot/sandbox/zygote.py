@@ -2,23 +2,27 @@
 
 The sandbox service (bot.sandbox.worker) starts this module with exec and a clean
 environment, and talks to it over a SOCK_SEQPACKET socket (`--control FD`). Each request
-asks for one child: {"gpu": bool, "procs": [cgroup.procs paths]}. The zygote forks it,
-locks it down, and sends back {"pid": n} with the child's four pipe ends (request, result,
-stdout, stderr) as SCM_RIGHTS; it keeps no copy. Submissions go from the service straight
-to the child, so no child can find an earlier learner's code in memory it inherited: that
-memory never held any.
+asks for one child: {"id", "gpu": bool, "procs": [cgroup.procs paths]}. The zygote forks
+it, locks it down, and answers {"id", "pid", "child"} with the child's four pipe ends
+(request, result, stdout, stderr) as SCM_RIGHTS; it keeps no copy. When a child ends, the
+zygote reaps it and reports {"exited": child, "status": wait status, "cpu_s": seconds}.
+Submissions go from the service straight to the child, so no child can find an earlier
+learner's code in memory it inherited: that memory never held any.
 
-A child is pid 1 of its own pid namespace. It is forked through a short-lived keeper, so it
-is adopted by the service (a child subreaper), which waits for it and reads its exit status.
+A child is pid 1 of its own pid namespace, made by one fork: the zygote asks for a new pid
+namespace for its next child, forks, and returns to its own (a fork is most of the cost of
+a child: the zygote maps all of torch).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import logging
 import os
+import select
 import signal
 import socket
 import sys
@@ -30,8 +34,7 @@ from bot.sandbox import syscalls as sc  # noqa: E402
 from bot.sandbox.protocol import Limits, frame  # noqa: E402
 
 log = logging.getLogger("sandbox.zygote")
-NAMESPACES = sc.CLONE_NEWNS | sc.CLONE_NEWPID | sc.CLONE_NEWNET | sc.CLONE_NEWIPC | \
-    sc.CLONE_NEWUTS
+NAMESPACES = sc.CLONE_NEWNS | sc.CLONE_NEWNET | sc.CLONE_NEWIPC | sc.CLONE_NEWUTS
 MESSAGE_MAX = 65536
 
 
@@ -49,32 +52,30 @@ class Zygote:
     def __init__(self, limits: Limits):
         self.limits = limits
         self.data_now = jail.vm_data_bytes()
+        self.own_pid_ns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+        self.children: dict[int, tuple[int, int]] = {}  # pidfd -> (pid, child number)
+        self.numbers = itertools.count(1)
 
-    def prepare(self, gpu: bool, procs: list[str]) -> tuple[int, list[int]]:
-        """Fork, jail and hold one child; return its pid and the service's pipe ends."""
+    def prepare(self, gpu: bool, procs: list[str]) -> tuple[int, int, list[int]]:
+        """Fork, jail and hold one child: (pid, child number, the service's pipe ends)."""
         sync_r, sync_w = os.pipe()
         go_r, go_w = os.pipe()
         result_r, result_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         theirs = [go_w, result_r, out_r, err_r]
-        keeper = os.fork()
-        if keeper == 0:  # the keeper: new namespaces, then a pid-1 child, then gone
-            try:
-                os.setsid()
-                sc.unshare(NAMESPACES)
-                child = os.fork()
-                if child == 0:
-                    self._child(sync_w, go_r, result_w, out_w, err_w, gpu)
-                os.write(sync_w, child.to_bytes(4, "little"))
-            finally:
-                os._exit(0)
+        sc.unshare(sc.CLONE_NEWPID)  # our next child is pid 1 of a new namespace
+        try:
+            child = os.fork()
+            if child == 0:
+                self._child(sync_w, go_r, result_w, out_w, err_w, gpu)
+        finally:
+            sc.setns(self.own_pid_ns, sc.CLONE_NEWPID)  # ... and only that one
         for fd in (sync_w, go_r, result_w, out_w, err_w):
             os.close(fd)
-        child = None
+        number = next(self.numbers)
+        self.children[os.pidfd_open(child)] = (child, number)
         try:
-            child = int.from_bytes(read_exactly(sync_r, 4), "little")
-            os.waitpid(keeper, 0)  # from here the child is the service's (subreaper)
             for path in procs:
                 with open(path, "w") as procs_file:
                     procs_file.write(str(child))
@@ -87,13 +88,19 @@ class Zygote:
         except (EOFError, OSError, RuntimeError) as exc:
             for fd in theirs:
                 os.close(fd)
-            if child:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(child, signal.SIGKILL)
-            raise PrepareError(f"cannot prepare a sandbox: {exc}", child) from None
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
+            raise PrepareError(f"cannot prepare a sandbox: {exc}") from None
         finally:
             os.close(sync_r)
-        return child, theirs
+        return child, number, theirs
+
+    def reap(self, pidfd: int) -> dict:
+        """A child ended: its wait status and CPU time, for the service."""
+        pid, number = self.children.pop(pidfd)
+        os.close(pidfd)
+        _, status, usage = os.wait4(pid, 0)
+        return {"exited": number, "status": status, "cpu_s": usage.ru_utime + usage.ru_stime}
 
     def _child(self, sync_w: int, go_r: int, result_w: int, out_w: int, err_w: int,
                gpu: bool) -> None:
@@ -102,6 +109,9 @@ class Zygote:
         try:
             for number in (signal.SIGTERM, signal.SIGINT):  # not the zygote's handlers
                 signal.signal(number, signal.SIG_DFL)
+            sc.prctl(sc.PR_SET_PDEATHSIG, signal.SIGKILL)  # the zygote goes: so do we
+            os.setsid()
+            sc.unshare(NAMESPACES)
             jail.build_root(self.limits, gpu)
             os.setgroups([])  # root's supplementary groups must not come along
             sc.unshare(sc.CLONE_NEWUSER)
@@ -112,8 +122,7 @@ class Zygote:
             # host sees an unprivileged user.
             os.setresgid(0, 0, 0)
             os.setresuid(0, 0, 0)
-            # Only now: the keeper (our first parent) is gone and the service adopted us.
-            sc.prctl(sc.PR_SET_PDEATHSIG, signal.SIGKILL)
+            sc.prctl(sc.PR_SET_PDEATHSIG, signal.SIGKILL)  # a uid change cleared it
             keep = (go_r, result_w, out_w, err_w)
             jail.lock_down(self.limits, (sync_w, *keep), self.data_now)
             os.write(sync_w, b"R")
@@ -145,9 +154,7 @@ class Zygote:
 
 
 class PrepareError(RuntimeError):
-    def __init__(self, message: str, pid: int | None):
-        super().__init__(message)
-        self.pid = pid
+    pass
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -157,20 +164,30 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def serve(zygote: Zygote, control: socket.socket) -> None:
-    """Answer child requests until the service closes the socket."""
+    """Answer child requests and report child exits until the service closes the socket."""
     control.send(json.dumps({"ready": True, "pid": os.getpid()}).encode())
-    while message := control.recv(MESSAGE_MAX):
-        request = json.loads(message)
-        try:
-            pid, fds = zygote.prepare(bool(request.get("gpu")), list(request.get("procs", [])))
-        except PrepareError as exc:
-            control.send(json.dumps({"error": str(exc), "pid": exc.pid}).encode())
-            continue
-        try:
-            socket.send_fds(control, [json.dumps({"pid": pid}).encode()], fds)
-        finally:
-            for fd in fds:
-                os.close(fd)
+    while True:
+        readable, _, _ = select.select([control, *zygote.children], [], [])
+        for fd in readable:
+            if fd is not control:
+                control.send(json.dumps(zygote.reap(fd)).encode())
+                continue
+            message = control.recv(MESSAGE_MAX)
+            if not message:
+                return
+            request = json.loads(message)
+            try:
+                pid, number, fds = zygote.prepare(bool(request.get("gpu")),
+                                                  list(request.get("procs", [])))
+            except PrepareError as exc:
+                control.send(json.dumps({"id": request.get("id"), "error": str(exc)}).encode())
+                continue
+            try:
+                socket.send_fds(control, [json.dumps({"id": request.get("id"), "pid": pid,
+                                                      "child": number}).encode()], fds)
+            finally:
+                for fd in fds:
+                    os.close(fd)
 
 
 def _warm_up(torch) -> None:

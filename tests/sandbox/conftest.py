@@ -50,7 +50,10 @@ def _status(pid: str) -> dict[str, str]:
 
 
 def jailed_processes(parent: int | None = None) -> list[int]:
-    """Host pids running as the sandbox's user (optionally: children of `parent`)."""
+    """Host pids running as the sandbox's user (optionally: children of `parent`'s zygote,
+    or of `parent` itself)."""
+    parents = None if parent is None else {str(parent)} | {
+        str(pid) for pid in _children(parent)}
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -60,9 +63,14 @@ def jailed_processes(parent: int | None = None) -> list[int]:
             continue
         if status.get("Uid", "").split()[:1] != [str(SANDBOX_UID)]:
             continue
-        if parent is None or status.get("PPid") == str(parent):
+        if parents is None or status.get("PPid") in parents:
             found.append(int(entry.name))
     return found
+
+
+def _children(pid: int) -> list[int]:
+    return [int(entry.name) for entry in Path("/proc").iterdir()
+            if entry.name.isdigit() and _status(entry.name).get("PPid") == str(pid)]
 
 
 def in_syscall(pid: int, name: str) -> bool:

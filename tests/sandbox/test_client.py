@@ -62,10 +62,13 @@ async def test_a_dead_worker_is_restarted_and_the_run_is_answered(sandbox):
 
 async def test_a_run_that_kills_the_worker_twice_is_reported_not_retried_forever(sandbox):
     running = asyncio.create_task(sandbox.run("import time; time.sleep(30)"))
-    for _ in range(2):  # each time the run is under way in a worker, that worker dies
-        worker = await wait_until(lambda: sandbox.worker_pid if sleeping_child(
-            sandbox.worker_pid) else None, what="the run to start in a worker")
+    killed: set[int] = set()
+    for _ in range(2):  # each time the run is under way in a new worker, that worker dies
+        worker = await wait_until(
+            lambda: sandbox.worker_pid if sandbox.worker_pid not in killed and sleeping_child(
+                sandbox.worker_pid) else None, what="the run to start in a new worker")
         os.kill(worker, signal.SIGKILL)
+        killed.add(worker)
     result = await asyncio.wait_for(running, 120)
     assert result["status"] == ERROR and "crashed" in result["stderr"]
     assert (await sandbox.run("print('ok')"))["status"] == OK

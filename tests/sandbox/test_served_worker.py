@@ -31,13 +31,20 @@ LIMITS = {"wall_s": 8.0, "cpu_s": 1, "memory_mb": 384, "data_mb": 192, "pids": 1
 # in the searching process (that would plant it): it is given shifted by one, and each
 # page is shifted the same way before the search.
 SCANNER = """
-import ctypes, gc, mmap
+import ctypes, gc, mmap, os
 libc = ctypes.CDLL(None, use_errno=True)
-libc.msync.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+libc.write.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t]
 libc.getauxval.restype = ctypes.c_ulong
 libc.getauxval.argtypes = [ctypes.c_ulong]
 PAGE = mmap.PAGESIZE
 SHIFT = bytes((b + 1) % 256 for b in range(256))
+PIPE_R, PIPE_W = os.pipe()
+
+def page_at(address):
+    # Through a pipe: an unmapped or unreadable page is EFAULT here, not a crash.
+    if libc.write(PIPE_W, address, PAGE) != PAGE:
+        return None
+    return os.read(PIPE_R, PAGE)
 
 def scan(shifted_needle):
     chunks = {id(o) & ~((1 << 20) - 1) for o in gc.get_objects()}
@@ -46,9 +53,10 @@ def scan(shifted_needle):
     pages |= {top - i * PAGE for i in range(128)} | {top + PAGE}
     found, seen = False, 0
     for page in sorted(pages):
-        if libc.msync(ctypes.c_void_p(page), PAGE, 1) == 0:  # mapped
+        data = page_at(page)
+        if data is not None:
             seen += 1
-            found |= shifted_needle in ctypes.string_at(page, PAGE).translate(SHIFT)
+            found |= shifted_needle in data.translate(SHIFT)
     in_objects = any(isinstance(o, str) and shifted_needle in
                      o.encode("utf-8", "surrogatepass").translate(SHIFT)
                      for x in gc.get_objects() for o in gc.get_referents(x))
