@@ -11,7 +11,7 @@ from bot.sandbox.client import SandboxClient
 from content.loader import DeckLibrary
 
 CARD = "gradient-accumulation/train-loop"
-TARGET_MEDIAN_MS = 200.0
+TARGET_MEDIAN_MS = 150.0
 
 
 async def _time_checks(client: SandboxClient, code: str, checker: str, runs: int) -> list:

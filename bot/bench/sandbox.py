@@ -32,7 +32,7 @@ for i, (inputs, targets) in enumerate(data):
         optimizer.zero_grad()
 print(round(float(loss) * accumulation_steps, 4))
 """
-TARGET_P50_MS = 60.0
+TARGET_P50_MS = 30.0
 TARGET_SPEEDUP = 30.0
 
 
