@@ -22,7 +22,7 @@ from collections import defaultdict, deque
 from collections.abc import Callable
 from pathlib import Path
 
-from bot.sandbox.protocol import ERROR, Limits, decode, encode, refused
+from bot.sandbox.protocol import Limits, decode, encode, failed
 
 log = logging.getLogger(__name__)
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -171,8 +171,7 @@ class SandboxClient:
             if future.done():
                 continue
             if request.get("retried") or self._writer is None:
-                future.set_result({**refused("the sandbox crashed while running this code"),
-                                   "status": ERROR})
+                future.set_result(failed("the sandbox crashed while running this code"))
             else:
                 asyncio.ensure_future(self._forward({**request, "retried": True}, future))
 
@@ -195,8 +194,7 @@ class SandboxClient:
             return await asyncio.wait_for(asyncio.shield(future), deadline_s)
         except TimeoutError:
             log.error("sandbox gave no reply within %.0f s; the run is given up", deadline_s)
-            return {**refused(f"the sandbox did not answer within {deadline_s:.0f} s"),
-                    "status": ERROR}
+            return failed(f"the sandbox did not answer within {deadline_s:.0f} s")
         finally:
             self._pending.pop(request_id, None)  # frees the queue place, whatever happened
 

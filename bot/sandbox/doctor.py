@@ -56,8 +56,8 @@ def _in_child(check: Callable[[], dict]) -> dict:
 
 
 def _unshare_each() -> dict:
-    """In the worker, the keeper unshares mount, pid, net, ipc and uts, and then the child
-    its user namespace (after dropping supplementary groups): the same order here."""
+    """As a jailed child does: mount, pid, net, ipc and uts first, then its user namespace
+    (after dropping supplementary groups)."""
     held = {}
     for name, flag in NAMESPACES:
         if name == "user":
@@ -106,16 +106,11 @@ def check_seccomp() -> dict:
 
 def check_cgroups(limits: Limits, root: Path) -> dict:
     """Make a probe group with `limits` as the worker would, read it back, remove it."""
-    found = cgroups.Cgroups.create(limits, root)
+    found = cgroups.Cgroups.create(limits, root)  # makes and reads back a probe group
     if found is None:
         return {"cgroup": None, "memory_max_mb": None, "swap_max_mb": None, "pids_max": None,
                 "problem": cgroups.last_problem}
-    name = found.new()
-    try:
-        values = found.read_limits(name)
-    finally:
-        found.remove(name)
-    return {"cgroup": found.version, **values, "group": str(found.groups[0])}
+    return {**found.describe(), "group": str(found.groups[0])}
 
 
 def check_gpu() -> dict:

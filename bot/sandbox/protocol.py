@@ -83,3 +83,8 @@ def unframe(data: bytes) -> dict:
 def refused(reason: str) -> dict:
     return {"status": REFUSED, "exit_code": None, "stdout": "", "stderr": reason,
             "elapsed_ms": 0.0}
+
+
+def failed(reason: str) -> dict:
+    """The code may have been fine: the sandbox could not run it, or not in time."""
+    return {**refused(reason), "status": ERROR}

@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass
 N_FEATURES = 3
 N_WEIGHTS = N_FEATURES + 1
 Vector = list[float]
+# Flags of a step event ("S"): what the observer saw around optimizer.step().
+IN_BACKWARD, FOREIGN_OPTIMIZER = 1, 2
 
 
 @dataclass(frozen=True)

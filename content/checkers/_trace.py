@@ -15,6 +15,8 @@ import math
 from dataclasses import dataclass, field
 
 from content.checkers._scenario import (
+    FOREIGN_OPTIMIZER,
+    IN_BACKWARD,
     N_WEIGHTS,
     Scenario,
     Vector,
@@ -24,7 +26,6 @@ from content.checkers._scenario import (
 )
 
 ATOL = 1e-4  # float32 learner tensors against float64 predictions
-IN_BACKWARD, FOREIGN_OPTIMIZER = 1, 2  # step flags, as `_observe` sets them
 
 
 class Malformed(ValueError):
@@ -102,13 +103,14 @@ class _Replay:
         self.ledger: list[int] = []
         self.predicted: Vector = [0.0] * N_WEIGHTS
         self.inflight: list[int] = []
+        self.handlers = {"F": (self.fetch, 1), "L": (self.loss, 2), "B": (self.backward, 3),
+                         "A": (self.accumulated, 0), "S": (self.step, 4)}  # kind: (call, arity)
 
     def event(self, ev) -> None:
         if not isinstance(ev, list) or not ev or not isinstance(ev[0], str):
             raise Malformed("an event is not a list")
         kind, args = ev[0], ev[1:]
-        handler = {"F": (self.fetch, 1), "L": (self.loss, 2), "B": (self.backward, 3),
-                   "A": (self.accumulated, 0), "S": (self.step, 4)}.get(kind)
+        handler = self.handlers.get(kind)
         if handler is None or len(args) != handler[1]:
             raise Malformed(f"unknown event {kind!r}")
         handler[0](*args)
