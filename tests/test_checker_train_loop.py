@@ -212,7 +212,8 @@ def test_buggy_loops_report_exactly_their_mistakes(name):
 
 def test_every_mistake_id_is_covered():
     covered = {m for _, ids in BUGGY.values() for m in ids}
-    assert covered == set(MISTAKES)
+    # Clipping and schedulers: tests/test_checker_real_patterns.py
+    assert covered | {"clip_every_micro_batch", "scheduler_every_micro_batch"} == set(MISTAKES)
 
 
 def test_feedback_carries_the_numbers():
@@ -258,9 +259,15 @@ def test_step_every_batch_without_any_clear_is_two_mistakes():
     (variant(("criterion(outputs, labels)", "((outputs - labels) ** 2).mean()")),
      "criterion"),
     (variant(("            optimizer.step()\n",
-              "            import torch\n"
-              "            torch.nn.utils.clip_grad_norm_(model.parameters(), 0.01)\n"
+              "            for p in model.parameters():\n"
+              "                p.grad[0] += 1\n"
               "            optimizer.step()\n")), ".grad held values"),
+    (variant(("            optimizer.step()\n", "            optimizer.step()\n"
+                                               "            optimizer.step()\n")),
+     "ran twice in a row"),
+    (variant(("        loss.backward()\n", "        loss.backward(retain_graph=True)\n"
+                                           "        loss.backward()\n")),
+     "went through backward() 2 times"),
     (variant(("            optimizer.step()\n            optimizer.zero_grad()\n",
               "            optimizer.zero_grad()\n            optimizer.step()\n")),
      "applied nothing"),

@@ -31,7 +31,7 @@ CHECKER_MISTAKES = {
     "no_loss_scaling", "mismatched_scaling", "step_every_batch", "off_by_one_modulo",
     "wrong_update_frequency", "zero_grad_every_batch", "missing_zero_grad",
     "missing_backward", "step_before_backward", "lr_scaled_instead_of_loss",
-    "leftover_gradients",
+    "clip_every_micro_batch", "scheduler_every_micro_batch", "leftover_gradients",
 }
 
 

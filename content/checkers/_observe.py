@@ -12,16 +12,28 @@ Nothing depends on the learner's variable names or loop style:
   after criterion() ("B", loss id, factor, .grad just before);
 - "A" marks that a backward pass reached the parameters' .grad;
 - a global optimizer hook sees every step(), whichever optimizer makes it
-  ("S", learning rates, .grad at that moment, flags, weights before the step).
+  ("S", learning rates, .grad at that moment, flags, weights before the step);
+- torch's gradient clipping functions note each call ("C", "norm" or "value", which of the
+  model's parameters it got, the clip value, .grad before, .grad after);
+- every LR scheduler notes each step() after the one its constructor makes ("R", which
+  scheduler: 0 for the first one seen, 1 for the next, ...).
+Autocast (mixed precision) is turned off: the judge predicts gradients in full precision, and
+what it judges is the accumulation, not the rounding. These patches last only while the
+learner's code runs.
 """
 
 from __future__ import annotations
 
 import builtins
+import functools
+from contextlib import ExitStack
 from types import CodeType
 
 import torch
 from torch import nn
+from torch.amp.autocast_mode import autocast
+from torch.nn.utils import clip_grad
+from torch.optim import lr_scheduler
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from content.checkers._scenario import FOREIGN_OPTIMIZER, IN_BACKWARD
@@ -29,6 +41,8 @@ from content.checkers._scenario import FOREIGN_OPTIMIZER, IN_BACKWARD
 LEARNER_FILE = "<your code>"
 N_FEATURES = 3
 MAX_EVENTS = 20_000  # a correct loop needs a few hundred; more is reported, not recorded
+CLIPPING = {"clip_grad_norm_": "norm", "clip_grad_norm": "norm",
+            "clip_grads_with_norm_": "norm", "clip_grad_value_": "value"}
 
 
 class _Tap(torch.autograd.Function):
@@ -87,6 +101,8 @@ class _Recorder:
         self.losses = 0
         self.backward_open = False  # a backward() reported a loss but has not reached .grad
         self.target_ids: dict[int, int] = {}
+        self.depth = {"C": 0, "R": 0}  # calls in progress: a nested one is the same call
+        self.schedulers: dict[int, int] = {}  # id(scheduler) -> its number
 
     def add(self, *event) -> None:
         if len(self.events) < MAX_EVENTS:
@@ -137,6 +153,78 @@ class _Recorder:
         lrs = [float(g["lr"]) for g in optimizer.param_groups]
         self.add("S", lrs, self.grads(), flags, self.weights())
 
+    def clipping(self, original, kind: str):
+        """`original` (a torch clipping function), noting each outermost call."""
+        @functools.wraps(original)
+        def clip(parameters, *args, **kwargs):
+            if self.depth["C"]:
+                return original(parameters, *args, **kwargs)
+            params = [parameters] if isinstance(parameters, torch.Tensor) else list(parameters)
+            before = self.grads()
+            self.depth["C"] += 1
+            try:
+                result = original(params, *args, **kwargs)
+            finally:
+                self.depth["C"] -= 1
+            mask = [any(p is q for q in params) for p in self.params]
+            value = args[0] if args else kwargs.get("clip_value", 0.0)
+            if any(mask):
+                self.add("C", kind, mask, _number(value) if kind == "value" else 0.0, before,
+                         self.grads())
+            return result
+        return clip
+
+    def scheduling(self, original):
+        """`original` (an LR scheduler's step), noting each outermost call but the one
+        every scheduler's constructor makes."""
+        @functools.wraps(original)
+        def step(scheduler, *args, **kwargs):
+            outer = not self.depth["R"] and getattr(scheduler, "_step_count", 1) != 0
+            self.depth["R"] += 1
+            try:
+                return original(scheduler, *args, **kwargs)
+            finally:
+                self.depth["R"] -= 1
+                if outer:
+                    self.add("R", self.schedulers.setdefault(id(scheduler),
+                                                             len(self.schedulers)))
+        return step
+
+
+def _number(value) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError, RuntimeError):
+        return None  # the judge then cannot explain the clip, and says so
+
+
+def _patched(stack: ExitStack, owner, name: str, replacement) -> None:
+    original = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
+    setattr(owner, name, replacement)
+    stack.callback(setattr, owner, name, original)
+
+
+def _full_precision(init):
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self._enabled = False
+    return __init__
+
+
+def _watch(stack: ExitStack, recorder: _Recorder) -> None:
+    """Note gradient clipping and scheduler steps, and keep autocast off, until `stack`
+    closes."""
+    _patched(stack, autocast, "__init__", _full_precision(autocast.__init__))
+    for module in (torch.nn.utils, clip_grad):
+        for name, kind in CLIPPING.items():
+            if callable(getattr(module, name, None)):
+                _patched(stack, module, name, recorder.clipping(getattr(module, name), kind))
+    for cls in vars(lr_scheduler).values():
+        if (isinstance(cls, type) and issubclass(cls, lr_scheduler.LRScheduler)
+                and "step" in cls.__dict__):
+            _patched(stack, cls, "step", recorder.scheduling(cls.__dict__["step"]))
+
 
 def _build(plan: dict, device: str):
     """The names the learner's code gets, and the recorder watching them."""
@@ -173,12 +261,14 @@ def _run(compiled: CodeType, plan: dict, device: str) -> dict:
     (as if wrapped in `for epoch in range(num_epochs):`)."""
     names, recorder = _build(plan, device)
     namespace = {"__name__": "__main__", "__builtins__": builtins, **names}
-    handles = [register_optimizer_step_pre_hook(recorder.on_step)]
-    handles += [p.register_post_accumulate_grad_hook(recorder.on_accumulated)
-                for p in recorder.params]
     observed = {"events": recorder.events, "error": None}
     try:
-        with torch.random.fork_rng(devices=[]):
+        with ExitStack() as stack, torch.random.fork_rng(devices=[]):
+            stack.callback(register_optimizer_step_pre_hook(recorder.on_step).remove)
+            for p in recorder.params:
+                stack.callback(p.register_post_accumulate_grad_hook(recorder.on_accumulated)
+                               .remove)
+            _watch(stack, recorder)
             torch.manual_seed(plan["scenario"]["seed"])  # whatever randomness the learner uses
             exec(compiled, namespace)
             if sum(1 for e in recorder.events if e[:2] == ["F", 0]) == 1:
@@ -188,9 +278,6 @@ def _run(compiled: CodeType, plan: dict, device: str) -> dict:
         raise  # limits are the sandbox's to report
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - whatever the learner raised
         observed["error"] = error_detail(exc)
-    finally:
-        for handle in handles:
-            handle.remove()
     observed.update(final=recorder.weights(), truncated=recorder.truncated)
     return observed
 

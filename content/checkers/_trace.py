@@ -3,7 +3,8 @@
 The events (see `_observe`) come from a process that ran learner code, so they are
 untrusted input: every one is checked for shape and range, and anything malformed raises
 `Malformed`. Gradients are predicted here, from the judge's own data, and compared with
-the .grad values the child saw; clears of .grad are inferred from that comparison. The
+the .grad values the child saw; clears of .grad, and rescaling of it by one factor, are
+inferred from that comparison, and a claimed clip must be what torch's clipping does. The
 weights are followed too: they may change only in optimizer.step(), by what plain SGD
 makes of the .grad that step saw. So events that claim a correct loop without its
 training (weights that never move, or a correct final copied in) do not add up.
@@ -36,7 +37,7 @@ class Malformed(ValueError):
 class Backward:
     epoch: int
     batch: int  # 0-based
-    scale: float
+    scale: float  # the factor the loss was multiplied by after criterion()
     cid: int  # contribution id
 
 
@@ -45,8 +46,9 @@ class Step:
     epoch: int
     pos: int  # 1-based number of the batch whose loss came last (0: none yet this epoch)
     lrs: tuple[float, ...]
-    applied: tuple[int, ...]  # contributions in .grad when step() ran
+    applied: tuple[tuple[int, float], ...]  # (contribution, its factor) in .grad at step()
     pending: int | None  # a loss computed but not yet backpropagated at step() time
+    rescaled: float  # .grad multiplied by this since the last backward (unscaling, say)
 
 
 @dataclass(frozen=True)
@@ -55,16 +57,42 @@ class Clear:
     dropped: tuple[int, ...]  # contributions that were in .grad
 
 
+@dataclass(frozen=True)
+class Rescale:
+    """.grad multiplied in place by one factor (gradient-side scaling, GradScaler)."""
+    epoch: int
+    factor: float
+    held: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Clip:
+    """A call of torch's gradient clipping (its effect checked against the ledger)."""
+    epoch: int
+    kind: str  # "norm" or "value"
+    held: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class SchedulerStep:
+    epoch: int
+    scheduler: int  # which one: loops may step several (warm-up and decay, say)
+
+
 @dataclass
 class Trace:
     events: list = field(default_factory=list)
     contribs: list[Backward] = field(default_factory=list)
+    loss_batches: list[tuple[int, int]] = field(default_factory=list)  # (epoch, batch) per loss
     backpropagated: set[int] = field(default_factory=set)  # loss ids
-    losses: int = 0
     passes: int = 0
     anomaly: str | None = None
     truncated: bool = False
     final: Vector = field(default_factory=list)
+
+    @property
+    def losses(self) -> int:
+        return len(self.loss_batches)
 
 
 def _number(value) -> float:
@@ -92,19 +120,26 @@ MOVED = ("the model's weights changed outside optimizer.step(), or differently f
          "changed by hand?)")
 
 
+UNEXPLAINED = (".grad held values that the backward() calls seen so far do not explain (was "
+               "the loss computed without criterion, or .grad changed by hand?)")
+PARAM_SLICES = ((0, N_WEIGHTS - 1), (N_WEIGHTS - 1, N_WEIGHTS))  # weight, bias
+
+
 class _Replay:
     def __init__(self, scn: Scenario, x: list, y: list, w0: Vector):
         self.scn, self.x, self.y = scn, x, y
         self.weights = list(w0)  # where the weights must be now, if only SGD moved them
         self.trace = Trace()
         self.fetch_epoch: dict[int, int] = {}
-        self.loss_info: list[tuple[int, int, Vector]] = []  # (epoch, batch, gradient)
+        self.grads: list[Vector] = []  # per loss id, predicted from the judge's data
         self.last_loss: int | None = None
-        self.ledger: list[int] = []
+        self.ledger: dict[int, float] = {}  # contribution -> factor, as .grad holds them
         self.predicted: Vector = [0.0] * N_WEIGHTS
-        self.inflight: list[int] = []
+        self.inflight: dict[int, float] = {}  # reported by backward(), not yet in .grad
+        self.rescaled = 1.0
         self.handlers = {"F": (self.fetch, 1), "L": (self.loss, 2), "B": (self.backward, 3),
-                         "A": (self.accumulated, 0), "S": (self.step, 4)}  # kind: (call, arity)
+                         "A": (self.accumulated, 0), "S": (self.step, 4),
+                         "C": (self.clip, 5), "R": (self.scheduler, 1)}  # kind: (call, arity)
 
     def event(self, ev) -> None:
         if not isinstance(ev, list) or not ev or not isinstance(ev[0], str):
@@ -124,28 +159,28 @@ class _Replay:
     def loss(self, batch, weights) -> None:
         batch, w = _index(batch, self.scn.n_batches), _vector(weights)
         self.follow(w)
-        grad = batch_grad(w, self.x[batch], self.y[batch])
-        self.loss_info.append((self.fetch_epoch.get(batch, self.trace.passes), batch, grad))
-        self.last_loss = len(self.loss_info) - 1
-        self.trace.losses += 1
+        self.grads.append(batch_grad(w, self.x[batch], self.y[batch]))
+        self.trace.loss_batches.append((self.fetch_epoch.get(batch, self.trace.passes), batch))
+        self.last_loss = len(self.grads) - 1
 
     def backward(self, loss_id, scale, grads) -> None:
-        loss_id, scale = _index(loss_id, len(self.loss_info)), _number(scale)
+        loss_id, scale = _index(loss_id, len(self.grads)), _number(scale)
         grads = _vector(grads, optional=True)
-        epoch, batch, grad = self.loss_info[loss_id]
+        epoch, batch = self.trace.loss_batches[loss_id]
         if not self.inflight:  # .grad still holds what earlier backward() calls left
             self.observe(epoch, grads)
         bwd = Backward(epoch, batch, scale, len(self.trace.contribs))
         self.trace.contribs.append(bwd)
         self.trace.backpropagated.add(loss_id)
         self.trace.events.append(bwd)
-        self.inflight.append(bwd.cid)
+        self.inflight[bwd.cid] = scale
+        self.rescaled = 1.0
         if math.isfinite(scale):
-            self.predicted = axpy(scale, grad, self.predicted)
+            self.predicted = axpy(scale, self.grads[loss_id], self.predicted)
 
     def accumulated(self) -> None:
-        self.ledger += self.inflight
-        self.inflight = []
+        self.ledger.update(self.inflight)
+        self.inflight = {}
 
     def step(self, lrs, grads, flags, weights) -> None:
         if not isinstance(lrs, list) or not lrs or len(lrs) > 64:
@@ -162,14 +197,35 @@ class _Replay:
         if flags & FOREIGN_OPTIMIZER:
             self.flag("optimizer.step() was called on an optimizer that does not hold "
                       "exactly the model's parameters")
-        if self.last_loss is None:
-            epoch, pos = self.trace.passes, 0
-        else:
-            epoch, batch, _ = self.loss_info[self.last_loss]
+        epoch, pos = self.trace.passes, 0
+        if self.last_loss is not None:
+            epoch, batch = self.trace.loss_batches[self.last_loss]
             pos = batch + 1
         self.observe(epoch, grads)
         pending = self.last_loss if self.last_loss not in self.trace.backpropagated else None
-        self.trace.events.append(Step(epoch, pos, lrs, tuple(self.ledger), pending))
+        self.trace.events.append(Step(epoch, pos, lrs, tuple(self.ledger.items()), pending,
+                                      self.rescaled))
+
+    def clip(self, kind, mask, value, before, after) -> None:
+        if kind not in ("norm", "value") or not isinstance(mask, list) or len(mask) != len(
+                PARAM_SLICES) or not all(isinstance(m, bool) for m in mask):
+            raise Malformed("a clipping event")
+        value = None if value is None else _number(value)
+        before, after = _vector(before, optional=True), _vector(after, optional=True)
+        epoch = self.trace.passes
+        self.observe(epoch, before)
+        if before is None:
+            return
+        clipped = [i for (lo, hi), m in zip(PARAM_SLICES, mask, strict=True) if m
+                   for i in range(lo, hi)]
+        if after is None or not _clipped(kind, value, before, after, clipped):
+            self.flag(f"gradient clipping changed .grad in a way clip_grad_{kind}_ does not")
+            return
+        self.predicted = after
+        self.trace.events.append(Clip(epoch, kind, tuple(self.ledger)))
+
+    def scheduler(self, which) -> None:
+        self.trace.events.append(SchedulerStep(self.trace.passes, _index(which, 64)))
 
     def follow(self, weights: Vector) -> None:
         """The weights the child saw must be where the steps so far put them."""
@@ -181,17 +237,51 @@ class _Replay:
         self.trace.anomaly = self.trace.anomaly or message
 
     def observe(self, epoch: int, actual: Vector | None) -> None:
-        """Compare .grad with the ledger; an all-empty .grad means it was cleared."""
+        """Compare .grad with the ledger: an all-empty .grad means it was cleared, one
+        multiplied by a single factor was rescaled; anything else is unexplained."""
         if actual is not None and allclose(actual, self.predicted, ATOL, ATOL):
             return
         if actual is None or not any(actual):
             if self.ledger:
                 self.trace.events.append(Clear(epoch, tuple(self.ledger)))
-            self.ledger, self.predicted = [], [0.0] * N_WEIGHTS
+            self.ledger, self.predicted = {}, [0.0] * N_WEIGHTS
             return
-        self.flag(".grad held values that the backward() calls seen so far do not explain "
-                  "(was the loss computed without criterion, or .grad changed by hand?)")
+        factor = _factor(actual, self.predicted)
+        if factor is None or not self.ledger:
+            self.flag(UNEXPLAINED)
+        else:
+            self.ledger = {cid: coef * factor for cid, coef in self.ledger.items()}
+            self.rescaled *= factor
+            self.trace.events.append(Rescale(epoch, factor, tuple(self.ledger)))
         self.predicted = actual
+
+
+def _factor(actual: Vector, predicted: Vector) -> float | None:
+    """c > 0 with actual == c * predicted, if there is one."""
+    norm = sum(p * p for p in predicted)
+    if norm == 0:
+        return None
+    c = sum(a * p for a, p in zip(actual, predicted, strict=True)) / norm
+    if c <= 0 or not allclose(actual, [c * p for p in predicted], ATOL * c, ATOL):
+        return None
+    return c
+
+
+def _clipped(kind: str, value: float | None, before: Vector, after: Vector,
+             clipped: list[int]) -> bool:
+    """Whether `after` is what torch's clipping makes of `before` on the `clipped` elements:
+    one factor of at most 1 (by norm), or each value clamped to [-value, value]."""
+    if not allclose([after[i] for i in range(N_WEIGHTS) if i not in clipped],
+                    [before[i] for i in range(N_WEIGHTS) if i not in clipped], ATOL, ATOL):
+        return False
+    was, now = [before[i] for i in clipped], [after[i] for i in clipped]
+    if kind == "value":
+        return value is not None and allclose(
+            now, [min(max(b, -abs(value)), abs(value)) for b in was], ATOL, ATOL)
+    if allclose(now, was, ATOL, ATOL) or not any(now):
+        return True
+    factor = _factor(now, was)
+    return factor is not None and factor <= 1 + ATOL
 
 
 def replay(scn: Scenario, plan: dict, observed) -> Trace:

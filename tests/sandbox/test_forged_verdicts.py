@@ -286,21 +286,19 @@ async def test_driving_the_recorder_does_not_pass(sandbox):
                 weight.copy_(w[:3].reshape(1, 3))
                 bias.copy_(w[3:])
         """,
-        # New: import the judge inside the jail for its reference weights (if it can),
-        # emit plausible events into the recorder, copy the weights into the model.
+        # New: import the judge inside the jail (if it can), emit plausible events into the
+        # recorder, copy correct weights into the model.
         "new_import_judge": program(FORGER, """
             import torch
-            from content.checkers._scenario import Scenario
-            from content.checkers.train_loop import reference_weights
+            from content.checkers import train_loop
             plan = this_plan(dataloader)
             rec = next(o for o in gc.get_objects() if type(o).__name__ == "_Recorder"
                        and o.params[0] is model.weight)
-            rec.events.extend(forge(plan, False)[0])
-            w = reference_weights(Scenario(**plan["scenario"]), True,
-                                  1 / accumulation_steps)
+            events, final = forge(plan, True)
+            rec.events.extend(events)
             with torch.no_grad():
-                model.weight.copy_(torch.tensor(w[:3]).reshape(1, 3))
-                model.bias.copy_(torch.tensor(w[3:]))
+                model.weight.copy_(torch.tensor(final[:3]).reshape(1, 3))
+                model.bias.copy_(torch.tensor(final[3:]))
         """),
         # New: the recorder found with gc; events of a correct loop, nothing trained.
         "new_untrained": program(FORGER, """

@@ -1,0 +1,234 @@
+"""When things happened: backward, step, clear, clipping and scheduler steps, against the
+windows of a correct loop. Each function returns findings: (mistake id or None, feedback)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from content.checkers._scenario import Scenario
+from content.checkers._trace import Backward, Clear, Clip, SchedulerStep, Step, Trace
+from content.checkers._windows import Update, count, matching_plan, runs, span
+
+Finding = tuple[str | None, str]
+
+
+def timing(trace: Trace, scn: Scenario, ups: list[Update]) -> list[Finding]:
+    missing = _unbackpropagated(trace, ups)
+    if missing:
+        return [missing]
+    plan = matching_plan(ups, scn, trace.passes)
+    if plan is None:
+        return _mistimed(trace, scn, ups)
+    if plan == "epoch/leak" and scn.partial and trace.passes > 1:
+        return [_leftover(scn, 1)]
+    return []
+
+
+def _unbackpropagated(trace: Trace, ups: list[Update]) -> Finding | None:
+    """Micro-batches whose loss was computed but never went through backward(), in windows
+    that were stepped (a dropped tail window may skip backward(), as it may be cleared)."""
+    done = {(c.epoch, c.batch) for c in trace.contribs}
+    last_step = {}
+    for u in ups:
+        last_step[u.step.epoch] = max(last_step.get(u.step.epoch, 0), u.step.pos)
+    missing = sorted({key for key in trace.loss_batches
+                      if key not in done and key[1] < last_step.get(key[0], 0)})
+    if not missing:
+        return None
+    epoch = missing[0][0]
+    used = [c.batch + 1 for u in ups if u.step.epoch == epoch for c in u.new]
+    return ("missing_backward",
+            f"in epoch {epoch} the loss of {span([b + 1 for e, b in missing if e == epoch])} "
+            f"was computed but backward() never ran on it, so those micro-batches never "
+            f"reached .grad and the updates used only {span(used) if used else 'nothing'}")
+
+
+def _leftover(scn: Scenario, epoch: int) -> Finding:
+    a, n, r = scn.accumulation_steps, scn.n_batches, scn.partial
+    return ("leftover_gradients",
+            f"warning: with {scn.describe()}, the gradients of "
+            f"{span(list(range(n - r + 1, n + 1)))} at the end of epoch {epoch} never reached "
+            f"optimizer.step() and were not cleared, so they were added to the first update "
+            f"of epoch {epoch + 1}, which then held {r + a} micro-batches instead of {a}")
+
+
+def classify(positions: list[int], scn: Scenario) -> Finding | None:
+    """Judge one epoch's step positions (1-based batch numbers) against the windows."""
+    a, n = scn.accumulation_steps, scn.n_batches
+    positions = sorted(set(positions))  # a second step at one place is a clearing matter
+    ends = scn.window_ends
+    if positions in (ends, list(range(a, n + 1, a))):
+        return None
+    at = f"With {scn.describe()}: optimizer.step() ran"
+    want = f"after batches {runs(ends)}"
+    if not positions:
+        return ("wrong_update_frequency", f"With {scn.describe()}: optimizer.step() never "
+                                          f"ran; it should run {want}")
+    if positions == list(range(1, n + 1)):
+        return ("step_every_batch", f"{at} after every micro-batch (batches "
+                                    f"{runs(positions)}) instead of only {want}")
+    periods = [positions[0]] + ([positions[1] - positions[0]] if len(positions) > 1 else [])
+    for d in periods:
+        run_ = list(range(positions[0], n + 1, d)) if d > 0 else []
+        if d > 1 and positions in (run_, run_ + [n]):
+            if d == a:
+                return ("off_by_one_modulo", f"{at} after batches {runs(positions)} "
+                                             f"instead of {runs(ends)}")
+            return ("wrong_update_frequency",
+                    f"{at} every {d} micro-batches (after batches {runs(positions)}) instead "
+                    f"of every accumulation_steps = {a} ({want})")
+    skipped = [p for p in range(1, n + 1) if p not in positions]
+    if skipped and len(skipped) < len(positions):
+        inverted = skipped == list(range(skipped[0], n + 1, a))
+        return ("wrong_update_frequency",
+                f"{at} after every micro-batch except {span(skipped)}, instead of only {want}"
+                + (": the window condition is inverted (`if i % accumulation_steps:` is true "
+                   "on every batch but each accumulation_steps-th)" if inverted else ""))
+    return ("wrong_update_frequency", f"{at} after batches {runs(positions)} instead of {want}")
+
+
+def _mistimed(trace: Trace, scn: Scenario, ups: list[Update]) -> list[Finding]:
+    """The updates follow no correct plan: find the mistake that explains it."""
+    a = scn.accumulation_steps
+    steps = [u.step for u in ups]
+    early = [s for s in steps if s.pending is not None and s.pending in trace.backpropagated]
+    if early:
+        return [("step_before_backward",
+                 f"With {scn.describe()}: optimizer.step() ran after batch {early[0].pos}'s "
+                 f"loss was computed but before its backward(), so each update missed that "
+                 f"micro-batch, whose gradient went into the next window")]
+    by_epoch: dict[int, list[int]] = {}
+    for s in steps:
+        by_epoch.setdefault(s.epoch, []).append(s.pos)
+    window = classify(by_epoch.get(1, []), scn)
+    findings = [window] if window else []
+    if not steps:  # nothing was applied: how .grad was cleared does not matter
+        return findings
+    findings += _clearing(trace, scn, window)
+    if findings:
+        return findings
+    if any(c.epoch < u.step.epoch for u in ups for c in u.new):
+        epoch = min(c.epoch for u in ups for c in u.new if c.epoch < u.step.epoch)
+        if scn.partial:
+            return [_leftover(scn, epoch)]
+    for epoch in range(2, trace.passes + 1):
+        other = classify(by_epoch.get(epoch, []), scn)
+        if other:
+            return [(other[0], f"in epoch {epoch}: {other[1]}")]
+    twice = Counter((c.epoch, c.batch) for c in trace.contribs)
+    (epoch, batch), k = twice.most_common(1)[0]
+    if k > 1:
+        return [(None, f"batch {batch + 1}'s loss (epoch {epoch}) went through backward() "
+                       f"{k} times, so its gradient counted {k} times in its window")]
+    return [(None, f"With {scn.describe()}: the updates used "
+                   f"{'; '.join(_update_text(u) for u in ups[:6] if u.new)}"
+                   f"{'; ...' if len(ups) > 6 else ''} instead of windows of "
+                   f"accumulation_steps = {a} micro-batches")]
+
+
+def _update_text(u: Update) -> str:
+    """What one update applied: its micro-batches, their factors, its learning rate."""
+    epochs = sorted({c.epoch for c in u.new})
+    where = " + ".join(f"epoch {e} {span([c.batch + 1 for c in u.new if c.epoch == e])}"
+                       for e in epochs)
+    factors = sorted({round(u.coefs[c.cid], 4) for c in u.new})
+    scale = f"{factors[0]:g}" if len(factors) == 1 else f"{factors[0]:g} to {factors[-1]:g}"
+    return f"{where} (each scaled by {scale}, lr {u.step.lrs[0]:g})"
+
+
+def _clearing(trace: Trace, scn: Scenario, window: Finding | None) -> list[Finding]:
+    """Gradients cleared too early (thrown away), too late (applied twice), or right
+    before a step (which then applies nothing)."""
+    a = scn.accumulation_steps
+    contrib = trace.contribs
+    applied: set[int] = set()
+    reuse = drop = None
+    seen_after_drop = 0  # micro-batches the first update after a dropping clear applied
+    empty_step = clears_in_epoch = False
+    twice: Step | None = None  # a step right after a step, on the same gradients
+    since_step = False  # a backward() ran since the last step()
+    for ev in trace.events:
+        if isinstance(ev, Backward):
+            since_step = True
+        elif isinstance(ev, Clear):
+            clears_in_epoch |= any(contrib[c].epoch == ev.epoch for c in ev.dropped)
+            lost = [c for c in ev.dropped if c not in applied]
+            if drop is None and any(contrib[c].epoch == ev.epoch for c in lost):
+                drop = lost
+        elif isinstance(ev, Step):
+            ids = [c for c, _ in ev.applied]
+            new = [c for c in ids if c not in applied]
+            empty_step |= since_step and not new
+            if drop is not None and not seen_after_drop:
+                seen_after_drop = len(new)
+            if ids and not since_step and not new:
+                twice = twice or ev
+            elif reuse is None and len(new) < len(ids):
+                reuse = (ev, [c for c in ids if c in applied])
+            applied.update(ids)
+            since_step = False
+    findings: list[Finding] = []
+    if twice is not None:
+        findings.append((None, f"optimizer.step() ran twice in a row after batch {twice.pos} "
+                               f"(epoch {twice.epoch}), applying the same gradients again: "
+                               f"step once per window"))
+    if empty_step:
+        findings.append((None, "optimizer.step() ran right after the gradients were cleared, "
+                               "so it applied nothing: clear them after step(), not before"))
+    elif drop is not None:
+        findings.append(("zero_grad_every_batch",
+                         f"the gradients were cleared in the middle of a window, throwing away "
+                         f"those of {span([contrib[c].batch + 1 for c in drop])} before any "
+                         f"step used them: the next update saw only "
+                         f"{count(seen_after_drop, 'micro-batch')} instead of {a}"))
+    if reuse is not None and (window is None or window[0] != "step_every_batch"
+                              or not clears_in_epoch):
+        ev, again = reuse
+        findings.append(("missing_zero_grad",
+                         f"the gradients were not cleared after optimizer.step(): the update "
+                         f"after batch {ev.pos} (epoch {ev.epoch}) applied "
+                         f"{span([contrib[c].batch + 1 for c in again])} again, "
+                         f"already used by an earlier update"))
+    return findings
+
+
+def transforms(trace: Trace) -> list[Finding]:
+    """Clipping and scheduler steps belong once per update; per micro-batch they are bugs."""
+    findings: list[Finding] = []
+    clipped: Clip | None = None  # a clip of a window that more backward() calls then joined
+    schedules: Counter[int] = Counter()  # per scheduler, since the last optimizer.step()
+    backwards = 0
+    clip_partial = schedule_fast = None
+    for ev in trace.events:
+        if isinstance(ev, Clip) and ev.held:
+            clipped = ev
+        elif isinstance(ev, Backward):
+            backwards += 1
+            if clipped is not None and clip_partial is None:
+                clip_partial = (clipped, ev)
+        elif isinstance(ev, SchedulerStep):
+            schedules[ev.scheduler] += 1
+        elif isinstance(ev, (Step, Clear)):
+            clipped = None
+        if isinstance(ev, Step):
+            most = max(schedules.values(), default=0)
+            if most >= 2 and backwards >= 2 and schedule_fast is None:
+                schedule_fast = (most, ev)
+            schedules, backwards = Counter(), 0
+    if clip_partial is not None:
+        clip, bwd = clip_partial
+        held = [trace.contribs[c] for c in clip.held]
+        findings.append(("clip_every_micro_batch",
+                         f"clip_grad_{clip.kind}_ ran when .grad held only "
+                         f"{span([c.batch + 1 for c in held])} of epoch {held[0].epoch}, and "
+                         f"batch {bwd.batch + 1}'s backward() was added after it: it clipped a "
+                         f"partial sum of the window. Clip once per window, after its last "
+                         f"backward() and right before optimizer.step()"))
+    if schedule_fast is not None:
+        k, step = schedule_fast
+        findings.append(("scheduler_every_micro_batch",
+                         f"the learning-rate scheduler stepped {k} times before the update "
+                         f"after batch {step.pos} (epoch {step.epoch}), once per micro-batch: "
+                         f"the schedule ran {k}x too fast. Call scheduler.step() once per "
+                         f"update, right after optimizer.step()"))
+    return findings

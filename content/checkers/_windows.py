@@ -1,0 +1,125 @@
+"""What reached the optimizer at each update, and whether those windows are a correct loop's.
+
+An update is one optimizer.step(): the micro-batches whose gradients were in .grad at that
+moment, each with the factor it carried there (the loss scale times any rescaling of .grad
+since), and the learning rate. A correct loop's updates follow one of a few window plans
+(`PLANS`); which one is the learner's choice, and none of them is a mistake:
+- windows counted per epoch, the partial last window of each epoch stepped, dropped at the
+  next epoch start, or leaked into the next epoch's first update (a warning);
+- windows counted by a global micro-batch counter, straddling epoch boundaries (nanoGPT,
+  lit-llama, Ignite), the last partial window of training stepped or dropped;
+- global windows cut at each epoch boundary, the cut part cleared at the next epoch start
+  (YOLOv5's `ni - last_opt_step >= accumulate`) or flushed at the epoch end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from content.checkers._scenario import Scenario
+from content.checkers._trace import Backward, Step, Trace
+
+Key = tuple[int, int]  # (epoch, 0-based batch)
+Window = tuple[Key, ...]
+
+
+@dataclass(frozen=True)
+class Update:
+    step: Step
+    new: tuple[Backward, ...]  # contributions applied for the first time
+    again: tuple[Backward, ...]  # contributions an earlier update applied already
+    coefs: dict[int, float]  # contribution -> its factor in .grad at this update
+
+    @property
+    def window(self) -> Window:
+        return tuple(sorted((c.epoch, c.batch) for c in self.new))
+
+
+def updates(trace: Trace) -> list[Update]:
+    applied: set[int] = set()
+    out = []
+    for ev in trace.events:
+        if isinstance(ev, Step):
+            coefs = dict(ev.applied)
+            out.append(Update(ev, tuple(trace.contribs[c] for c in coefs if c not in applied),
+                              tuple(trace.contribs[c] for c in coefs if c in applied), coefs))
+            applied.update(coefs)
+    return out
+
+
+def _epoch_plan(scn: Scenario, epochs: int, tail_policy: str) -> list[Window]:
+    a, n, r = scn.accumulation_steps, scn.n_batches, scn.partial
+    plan: list[Window] = []
+    carry: Window = ()
+    for e in range(1, epochs + 1):
+        windows = [tuple((e, b) for b in range(k * a, (k + 1) * a)) for k in range(n // a)]
+        tail = tuple((e, b) for b in range(n - r, n))
+        if carry:
+            if windows:
+                windows[0] = carry + windows[0]
+            else:
+                tail = carry + tail
+            carry = ()
+        plan += windows
+        if tail and tail_policy == "step":
+            plan.append(tail)
+        elif tail and tail_policy == "leak":
+            carry = tail
+    return plan
+
+
+def _global_plan(scn: Scenario, epochs: int, cut: str | None, last: str) -> list[Window]:
+    a, n = scn.accumulation_steps, scn.n_batches
+    every = [(e, b) for e in range(1, epochs + 1) for b in range(n)]
+    plan: list[Window] = []
+    for start in range(0, len(every), a):
+        chunk = tuple(every[start:start + a])
+        parts = [chunk] if cut is None else [
+            tuple(k for k in chunk if k[0] == e) for e in sorted({k[0] for k in chunk})]
+        for i, part in enumerate(parts):
+            final = i == len(parts) - 1
+            if (final and len(chunk) == a) or (cut == "step" if not final else last == "step"):
+                plan.append(part)
+    return plan
+
+
+def _plans(scn: Scenario, epochs: int) -> dict[str, list[Window]]:
+    plans = {f"epoch/{tail}": _epoch_plan(scn, epochs, tail) for tail in ("step", "drop", "leak")}
+    for last in ("step", "drop"):
+        plans[f"global/{last}"] = _global_plan(scn, epochs, None, last)
+        plans[f"global-cut/{last}"] = _global_plan(scn, epochs, last, last)
+    return plans
+
+
+def matching_plan(ups: list[Update], scn: Scenario, epochs: int) -> str | None:
+    """The name of the correct plan the updates follow exactly, if any ("epoch/leak": the
+    partial windows leak into the next epoch)."""
+    if any(u.again for u in ups):
+        return None
+    seen = [u.window for u in ups if u.coefs]
+    for name, plan in _plans(scn, max(epochs, 1)).items():
+        if seen == plan:
+            return name
+    return None
+
+
+# -- text --------------------------------------------------------------------------------------
+def runs(numbers: list[int]) -> str:
+    """'1-3, 5, 7-9' for [1, 2, 3, 5, 7, 8, 9]: every number shows, runs compressed."""
+    out: list[str] = []
+    for k in sorted(set(numbers)):
+        if out and out[-1][1] == k - 1:
+            out[-1] = (out[-1][0], k)
+        else:
+            out.append((k, k))
+    return ", ".join(f"{lo}" if lo == hi else f"{lo}-{hi}" for lo, hi in out)
+
+
+def span(batches: list[int]) -> str:
+    """1-based batch numbers as text: 'batch 9', 'batches 9-10', 'batches 1, 3, 5-7'."""
+    distinct = sorted(set(batches))
+    return ("batch " if len(distinct) == 1 else "batches ") + runs(distinct)
+
+
+def count(k: int, noun: str) -> str:
+    return f"{k} {noun}" + ("" if k == 1 else "es" if noun.endswith("h") else "s")
