@@ -23,7 +23,7 @@ from content.schema import ChoiceCard, CodeCard, FillInCard
 from scheduler.grading import DEFAULT_POLICY, MAX_ATTEMPTS, GradePolicy, needs_drill, quality_for
 from scheduler.models import Learner
 from scheduler.sm2 import NEW, SM2State, review
-from scheduler.store import ReviewRecord, StaleReview, Store
+from scheduler.store import Advance, ReviewRecord, ServedMoved, StaleReview, Store
 from scheduler.studyday import due_day, study_day
 
 Kind = Literal["new", "review", "drill", "cram"]
@@ -54,6 +54,10 @@ class TryAgain(TutorError):
 
 class InvalidAnswer(TutorError):
     """The response is not a choice this card offers; no attempt was used."""
+
+
+class AlreadyCounted(TutorError):
+    """Another click on this served card got there first; this one changed nothing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,15 +277,18 @@ class Tutor:
     # -- answering -----------------------------------------------------------------------
 
     def hint(self, served: Served) -> tuple[Served, str]:
-        """The card's hint; using it caps the grade at 2 (DESIGN.md grading)."""
+        """The card's hint; using it caps the grade at 2 (docs/architecture.md, grading)."""
         return replace(served, hint_used=True), self.card(served).hint
 
-    def answer(self, served: Served, response: Response) -> Verdict:
+    def answer(self, served: Served, response: Response, *, stored: bool = False) -> Verdict:
+        """Judge one attempt. `stored`: the served card is kept in the store (see
+        `bot.play`), and its next attempt state is written with the review, in the same
+        transaction; AlreadyCounted if another click moved it first."""
         card = self.card(served)
         if served.attempts >= MAX_ATTEMPTS:
             raise StaleCard("This card was already answered.")
         if isinstance(card, CodeCard):
-            return self._answer_code(served, card, response)
+            return self._answer_code(served, card, response, stored)
         if isinstance(card, FillInCard):
             chosen, findings = self._judge_fill_in(card, response)
         else:
@@ -289,10 +296,14 @@ class Tutor:
         attempt = served.next_attempt(chosen)
         correct = not findings
         if not correct and attempt.attempts < MAX_ATTEMPTS:
+            if stored and not self.store.advance_served(_advance(served, attempt, False)):
+                raise AlreadyCounted("That click was already counted.")
             return Verdict(attempt, False, False, findings)
-        return self._finish(attempt, card, correct, findings)
+        return self._finish(attempt, card, correct, findings,
+                            advance=_advance(served, attempt, True) if stored else None)
 
-    def _answer_code(self, served: Served, card: CodeCard, code: Response) -> Verdict:
+    def _answer_code(self, served: Served, card: CodeCard, code: Response,
+                     stored: bool) -> Verdict:
         """One submission decides a code card: the checker's verdict, not a guess. A crash,
         timeout or refusal carries no mistake id; its report's feedback says what happened."""
         if self.code_judge is None:
@@ -307,11 +318,13 @@ class Tutor:
                                     mistake.explanation))
         attempt = served.next_attempt({"status": report.status,
                                        "mistakes": list(report.mistakes)})
-        verdict = self._finish(attempt, card, report.passed, tuple(findings), CODE_POLICY)
+        verdict = self._finish(attempt, card, report.passed, tuple(findings), CODE_POLICY,
+                               advance=_advance(served, attempt, True) if stored else None)
         return replace(verdict, report=report)
 
     def _finish(self, served: Served, card: AnyCard, correct: bool,
-                findings: tuple[Finding, ...], policy: GradePolicy | None = None) -> Verdict:
+                findings: tuple[Finding, ...], policy: GradePolicy | None = None,
+                advance: Advance | None = None) -> Verdict:
         now = self.clock()
         today = study_day(now, served.timezone, served.rollover_hour)
         latency_ms = max(0, int((now - served.served_at).total_seconds() * 1000))
@@ -334,9 +347,11 @@ class Tutor:
             expected_count=served.review_count, changes_schedule=schedules,
         )
         try:
-            recorded = self.store.record(record)
+            recorded = self.store.record(record, advance)
         except StaleReview:
             raise StaleCard("This card was already answered elsewhere.") from None
+        except ServedMoved:
+            raise AlreadyCounted("That answer was already counted.") from None
         if not recorded.duplicate:
             record_answer(served.kind, recorded.correct)
         return Verdict(served, recorded.correct, True, findings, recorded.quality,
@@ -388,6 +403,10 @@ class Tutor:
             drills_left=sum(s.drill_pending and s.last_review_day == today for s in states),
             next_due=min((s.due_day for s in states if s.due_day > today), default=None),
         )
+
+
+def _advance(before: Served, after: Served, finished: bool) -> Advance:
+    return Advance(before.serve_id, before.attempts, after.to_json(), finished)
 
 
 def new_serve_id(now: datetime) -> str:

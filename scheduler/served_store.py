@@ -1,4 +1,5 @@
-"""Cards being answered in Discord: their attempt state and select-menu drafts."""
+"""Served cards kept between requests (Discord): their attempt state and select-menu
+drafts. The engine (`bot.play`) is their only user."""
 
 from __future__ import annotations
 
@@ -9,6 +10,26 @@ import sqlalchemy as sa
 from scheduler.models import ServedCard
 
 served_t = ServedCard.__table__
+
+
+def advance_statement() -> sa.Update:
+    """Store a served card's next attempt state unless another click got there first."""
+    return (
+        served_t.update()
+        .where(served_t.c.serve_id == sa.bindparam("k_serve"),
+               served_t.c.attempts == sa.bindparam("k_attempts"),
+               served_t.c.finished.is_(False))
+        .values(served=sa.bindparam("served", type_=served_t.c.served.type),
+                attempts=sa.bindparam("attempts", type_=sa.Integer()),
+                finished=sa.bindparam("finished", type_=sa.Boolean()),
+                draft=sa.bindparam("draft", type_=served_t.c.draft.type))
+    )
+
+
+def advance_values(advance) -> dict:
+    return {"k_serve": advance.serve_id, "k_attempts": advance.attempts,
+            "served": advance.served, "attempts": advance.served["attempts"],
+            "finished": advance.finished, "draft": {}}
 
 
 class ServedQueries:
@@ -30,19 +51,10 @@ class ServedQueries:
                 sa.select(served_t).where(served_t.c.serve_id == serve_id)).first()
         return None if row is None else ServedCard(**row._mapping)
 
-    def advance_served(self, serve_id: str, expected_attempts: int, served: dict,
-                       finished: bool) -> bool:
+    def advance_served(self, advance) -> bool:
         """Store the next attempt state unless another click got there first."""
         with self.engine.begin() as conn:
-            result = conn.execute(
-                served_t.update()
-                .where(served_t.c.serve_id == serve_id,
-                       served_t.c.attempts == expected_attempts,
-                       served_t.c.finished.is_(False))
-                .values(served=served, attempts=served["attempts"], finished=finished,
-                        draft={})
-            )
-        return bool(result.rowcount)
+            return bool(conn.execute(advance_statement(), advance_values(advance)).rowcount)
 
     def set_draft(self, serve_id: str, blank_id: str, chip_id: str) -> dict | None:
         """Remember one select-menu pick; the whole draft, or None for a finished card."""

@@ -1,9 +1,10 @@
 """Reads and writes of learners, card states and review logs.
 
 Everything here is SQLAlchemy Core on the sqlmodel tables: the ORM unit of work costs ~10x
-on the answer hot path (DESIGN.md). One review is one transaction: the log row (unique
-answer id: a repeated answer is recorded once) and the card state (guarded by its review
-count: an answer served against an older state is refused as stale).
+on the answer hot path (docs/architecture.md, "Storage"). One review is one transaction: the
+log row (unique answer id: a repeated answer is recorded once), the card state (guarded by
+its review count: an answer served against an older state is refused as stale) and, from
+Discord, the served card's last attempt (guarded by its attempt number).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from scheduler.models import (
 )
 from scheduler.prepared import Prepared
 from scheduler.reminder_store import ReminderQueries
-from scheduler.served_store import ServedQueries
+from scheduler.served_store import ServedQueries, advance_statement, advance_values
 
 learner_t = Learner.__table__
 state_t = CardState.__table__
@@ -35,6 +36,21 @@ guild_t = GuildSettings.__table__
 
 class StaleReview(Exception):
     """The card state changed since the card was served; nothing was recorded."""
+
+
+class ServedMoved(Exception):
+    """The served card's attempt moved on (another click got there first); nothing was
+    recorded."""
+
+
+@dataclass(frozen=True, slots=True)
+class Advance:
+    """A served card's next attempt state, written only if it is still at `attempts`."""
+
+    serve_id: str
+    attempts: int
+    served: dict
+    finished: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +117,7 @@ class Store(ReminderQueries, ServedQueries):
         self._update_drill = Prepared(_keyed_update(
             drill_pending=sa.bindparam("drill_pending", type_=sa.Boolean())), d, [])
         self._count_review = Prepared(_streak_update(), d, [])
+        self._advance_served = Prepared(advance_statement(), d, [])
         self._insert_learner = _insert(learner_t, dialect).on_conflict_do_nothing(
             index_elements=["external_id"]
         )
@@ -261,21 +278,29 @@ class Store(ReminderQueries, ServedQueries):
                 self._write_conn.close()
                 self._write_conn = None
 
-    def record(self, r: ReviewRecord) -> Recorded:
-        """Log one graded answer and move the card's state, in one transaction.
+    def record(self, r: ReviewRecord, advance: Advance | None = None) -> Recorded:
+        """Log one graded answer and move the card's state, in one transaction, with the
+        served card's last attempt (`advance`) when there is one.
 
         A repeated answer id returns what was recorded the first time. A state that moved
-        since the card was served raises StaleReview and records nothing.
+        since the card was served raises StaleReview, a served card that moved on raises
+        ServedMoved; either way nothing is recorded.
         """
         with self._write_lock:
             conn = self._writer()
             cursor = conn.cursor()
             try:
+                if advance is not None and not self._advance_served(
+                        cursor, advance_values(advance)):
+                    conn.rollback()
+                    raise ServedMoved(advance.serve_id)
                 self._insert_log(cursor, _log_values(r))
                 written = self._write_state(cursor, r)
                 if written and r.changes_schedule:
                     self._count_review(cursor, {"k_learner": r.learner_id, "day": r.study_day,
                                                 "yesterday": r.study_day - timedelta(days=1)})
+            except ServedMoved:
+                raise
             except self._integrity_error:
                 # Plain INSERTs (ON CONFLICT cannot be cached by SQLAlchemy): a conflict is a
                 # repeated answer id, or a racing first review of the same card.

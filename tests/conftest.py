@@ -2,8 +2,6 @@ from __future__ import annotations
 
 import os
 import uuid
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -12,23 +10,8 @@ from bot.tutor import Tutor
 from content.loader import DeckLibrary
 from scheduler.db import make_engine, sqlite_url, upgrade
 from scheduler.store import Store
-
-FIXTURES = Path(__file__).parent / "fixtures"
-REPO = Path(__file__).resolve().parents[1]
-
-
-class FakeClock:
-    """Injected time: starts at noon UTC on a fixed day and moves only when told."""
-
-    def __init__(self, start: datetime = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)):
-        self.now = start
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **kwargs) -> datetime:
-        self.now += timedelta(**kwargs)
-        return self.now
+from tests.helpers.clock import FakeClock
+from tests.helpers.paths import FIXTURES
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import pytest
 from matplotlib.image import imread
 
 from bot import charts
-from tests.conftest import REPO
+from tests.helpers.paths import REPO
 
 END = date(2026, 12, 2)
 WIDTH = 960

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from content.schema import json_schema
 from scheduler.db import head_revision
-from tests.conftest import REPO
+from tests.helpers.paths import REPO
 
 
 def tutor(*args: str, cwd: Path = REPO, stdin: str = "") -> subprocess.CompletedProcess:

@@ -11,7 +11,7 @@ import pexpect
 import pytest
 
 from bot.console import Console
-from tests.conftest import REPO
+from tests.helpers.paths import REPO
 
 
 def play(tutor, lines: list[str], learner_name: str = "sam") -> str:

@@ -26,7 +26,7 @@ GIVEN_NAMES = [
     "model", "optimizer", "criterion", "dataloader", "accumulation_steps",
     "batch_size", "learning_rate", "num_epochs", "device",
 ]
-# Mistake ids the train_loop checker reports (DESIGN.md section 2).
+# Mistake ids the train_loop checker reports (content/checkers/train_loop.py MISTAKES).
 CHECKER_MISTAKES = {
     "no_loss_scaling", "mismatched_scaling", "step_every_batch", "off_by_one_modulo",
     "wrong_update_frequency", "zero_grad_every_batch", "missing_zero_grad",

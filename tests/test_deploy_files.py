@@ -7,7 +7,7 @@ import re
 import yaml
 
 from bot.__main__ import build_parser
-from tests.conftest import REPO
+from tests.helpers.paths import REPO
 
 
 def test_dockerfile_copies_existing_paths_and_runs_real_commands():

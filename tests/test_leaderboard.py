@@ -9,8 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from scheduler import leaderboard as lb
-from tests.test_store import record
-from tests.test_tutor import RIGHT
+from tests.helpers.records import RIGHT, record
 
 GUILD = 4242
 NOW = datetime(2026, 12, 2, 12, tzinfo=UTC)  # a Wednesday

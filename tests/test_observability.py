@@ -8,7 +8,7 @@ import logging
 from aiohttp.test_utils import TestClient, TestServer
 
 from bot.observability import HealthServer, JsonFormatter
-from tests.test_tutor import RIGHT
+from tests.helpers.records import RIGHT
 
 
 async def test_healthz_reports_each_check_and_fails_when_one_does(store):

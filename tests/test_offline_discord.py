@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import sys
 import textwrap
 from pathlib import Path
@@ -13,7 +12,7 @@ import aiohttp
 import pytest
 import pytest_asyncio
 
-from tests.offline_discord import OfflineDiscord
+from tests.helpers.offline_discord import BotProcess, OfflineDiscord
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -78,25 +77,6 @@ BOT_SOURCE = textwrap.dedent('''
 
     bot.run("fake-token", log_level=int(os.environ.get("BOT_LOG_LEVEL", "30")))
 ''')
-
-
-class BotProcess:
-    def __init__(self, proc: asyncio.subprocess.Process, log: Path):
-        self.proc, self.log = proc, log
-
-    async def stop(self, timeout=2.0) -> int:
-        """Ctrl-C: Client.run closes the websocket (code 1000) and returns. A second SIGINT is
-        a fallback: Python 3.11's asyncio.wait_for can swallow the cancellation of the first
-        one if it lands just as discord.py's connect step finishes."""
-        for sig in (signal.SIGINT, signal.SIGINT, signal.SIGKILL):
-            if self.proc.returncode is not None:
-                break
-            self.proc.send_signal(sig)
-            try:
-                await asyncio.wait_for(self.proc.wait(), timeout)
-            except TimeoutError:
-                pass
-        return await self.proc.wait()
 
 
 async def launch_bot(server: OfflineDiscord, tmp: Path) -> BotProcess:

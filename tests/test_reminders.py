@@ -20,7 +20,7 @@ from scheduler.reminders import (
     next_reminder,
     reminder_hour,
 )
-from tests.test_store import record
+from tests.helpers.records import record
 
 UTC0 = datetime(2026, 3, 1, tzinfo=UTC)
 
@@ -313,7 +313,7 @@ def test_kill_9_between_send_and_commit_neither_duplicates_nor_loses(tmp_path, s
     import subprocess
     import sys
 
-    from tests.conftest import REPO
+    from tests.helpers.paths import REPO
 
     clock.now = datetime(2026, 3, 2, 12, tzinfo=UTC)
     person = opt_in(store, "discord:99", clock.now)
@@ -384,7 +384,7 @@ def test_two_bot_processes_send_each_due_reminder_exactly_once(tmp_path, store, 
     import subprocess
     import sys
 
-    from tests.conftest import REPO
+    from tests.helpers.paths import REPO
 
     clock.now = datetime(2026, 3, 2, 12, tzinfo=UTC)
     people = [opt_in(store, f"discord:{500 + i}", clock.now) for i in range(200)]

@@ -23,22 +23,12 @@ from scheduler.db import (
     sqlite_url,
     upgrade,
 )
-from scheduler.store import ReviewRecord, StaleReview, Store, log_t
-from tests.conftest import REPO
+from scheduler.store import StaleReview, Store, log_t
+from tests.helpers.paths import REPO
+from tests.helpers.records import record
 
 NOW = datetime(2026, 12, 2, 12, tzinfo=UTC)
 DAY = date(2026, 12, 2)
-
-
-def record(learner_id: int, answer_id: str, card_id: str = "d/c", **overrides) -> ReviewRecord:
-    values = dict(
-        answer_id=answer_id, learner_id=learner_id, card_id=card_id, deck_id="d", card_rev=1,
-        kind="new", reviewed_at=NOW, study_day=DAY, quality=5, correct=True, attempts=1,
-        hint_used=False, latency_ms=900, chosen=["opt"], mistake_ids=[], guild_id=None,
-        ef100=260, repetitions=1, interval=1, due_day=date(2026, 12, 3), lapses=0,
-        drill_pending=False, expected_count=None, changes_schedule=True,
-    )
-    return ReviewRecord(**{**values, **overrides})
 
 
 @pytest.mark.sqlite_only
@@ -122,13 +112,13 @@ def test_forgetting_a_learner_removes_everything_of_theirs(store):
 
 WRITER = textwrap.dedent("""
     import sys
-    from tests.test_store import record
     from scheduler.db import make_engine, upgrade
     from scheduler.store import Store
+    from tests.helpers.records import NOW, record
     engine = make_engine(sys.argv[1])
     upgrade(engine)
     store = Store(engine)
-    learner = store.learner("local:crash", now=__import__("tests.test_store").test_store.NOW)
+    learner = store.learner("local:crash", now=NOW)
     i = 0
     while True:
         store.record(record(learner.id, f"ack-{i}", card_id=f"d/c{i}"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date
 
 from scheduler.reminders import current_streak
-from tests.test_tutor import RIGHT
+from tests.helpers.records import RIGHT
 
 
 def review_one(tutor, learner, mode="auto"):

@@ -18,13 +18,9 @@ from bot.tutor import (
     correct_answer,
 )
 from content.loader import DeckLibrary, parse_deck
-from tests.conftest import FIXTURES
+from tests.helpers.paths import FIXTURES
+from tests.helpers.records import RIGHT
 
-RIGHT = {
-    "mini/clear": {"method": "zero_grad"},
-    "mini/scale": {"divisor": "accumulation_steps", "call": "backward"},
-    "mini/why": "average",
-}
 TODAY = date(2026, 12, 2)
 
 
@@ -319,7 +315,7 @@ def test_reviews_follow_sm2_and_most_overdue_comes_first(tutor, store, clock):
             if served.card_id == "mini/clear":
                 intervals.append(v.interval)
         clock.advance(days=200)
-    assert intervals == [17, 48, 140]  # DESIGN.md golden vector for grades 5,5,5,5,5
+    assert intervals == [17, 48, 140]  # the SM-2 golden vector for grades 5,5,5,5,5
 
 
 def test_most_overdue_first(tutor, store, clock):

@@ -21,9 +21,9 @@ from bot.tutor import Tutor
 from content.loader import DeckLibrary
 from scheduler.db import make_engine, sqlite_url, upgrade
 from scheduler.store import Store
-from tests.conftest import REPO, FakeClock
-from tests.offline_discord import OfflineDiscord
-from tests.test_offline_discord import BotProcess
+from tests.helpers.clock import FakeClock
+from tests.helpers.offline_discord import BotProcess, OfflineDiscord
+from tests.helpers.paths import REPO
 
 PURPOSE = "gradient-accumulation/purpose"
 

@@ -17,10 +17,10 @@ from bot.discord_ui.community import (
     ReviewCardButton,
     build_community_commands,
 )
-from bot.discord_ui.components import DYNAMIC_ITEMS, MODAL_TEMPLATE, dispatch
+from bot.discord_ui.components import DYNAMIC_ITEMS, MODAL_TEMPLATE, handled
 from bot.discord_ui.flow import CardFlow
 from bot.discord_ui.reminders import ReminderButton, ReminderService
-from bot.discord_ui.replies import apologise
+from bot.discord_ui.replies import apologise, reply
 from bot.observability import HealthServer
 from bot.sandbox.client import SandboxClient
 from bot.sandbox.judge import BackgroundSandbox
@@ -64,9 +64,10 @@ class TutorClient:
                         *build_community_commands(self.community)]:
             self.tree.add_command(command)
         self.tree.on_error = self._on_command_error
+        self._dynamic_items = (*DYNAMIC_ITEMS, ReminderButton, BoardButton, ReviewCardButton)
 
     async def setup_hook(self) -> None:
-        self.add_dynamic_items(*DYNAMIC_ITEMS, ReminderButton, BoardButton, ReviewCardButton)
+        self.add_dynamic_items(*self._dynamic_items)
         if self.reminders:
             self.reminders.start()
         if self.metrics_address:
@@ -99,14 +100,21 @@ class TutorClient:
         await apologise(interaction, getattr(error, "original", error))
 
     async def on_interaction(self, interaction: discord.Interaction) -> None:
-        """Code modals are answered by custom_id, so one opened before a restart works."""
-        if interaction.type is not discord.InteractionType.modal_submit:
-            return
-        match = re.fullmatch(MODAL_TEMPLATE, (interaction.data or {}).get("custom_id", ""))
-        if match:
-            code = next(_field_values(interaction.data, "code"), "")
-            await dispatch(interaction, "on_code_modal", match["serve"], int(match["attempt"]),
-                           code)
+        """Code modals are answered by custom_id, so one opened before a restart works. A
+        component no handler knows (an old rendering, a forged id) is told so, never left
+        without a reply."""
+        custom_id = (interaction.data or {}).get("custom_id", "")
+        if interaction.type is discord.InteractionType.modal_submit:
+            match = re.fullmatch(MODAL_TEMPLATE, custom_id)
+            if match:
+                code = next(_field_values(interaction.data, "code"), "")
+                await handled(interaction, self.flow.on_code_modal(
+                    interaction, match["serve"], int(match["attempt"]), code))
+        elif interaction.type is discord.InteractionType.component and not any(
+                re.fullmatch(item.__discord_ui_compiled_template__, custom_id)
+                for item in self._dynamic_items):
+            await reply(interaction, "This button is out of date. Use **/review** or "
+                                     "**/learn** for a card.")
 
     async def on_message(self, message: discord.Message) -> None:
         if message.author.bot or (message.guild and self.user not in message.mentions):

@@ -13,8 +13,9 @@ from bot.discord_ui.community import Community
 from bot.discord_ui.components import ForgetButton
 from bot.discord_ui.flow import CardFlow
 from bot.discord_ui.replies import dm, reply
+from bot.servers import WEEKDAYS, Servers
+from bot.tutor import TutorError
 from scheduler import reminders as schedule
-from scheduler.studyday import resolve_zone
 
 PRIVATE_ONLY = ("This server keeps cards private. An admin can allow public play with "
                 "**/server-settings public-play**.")
@@ -36,11 +37,11 @@ def _learner_command(**kwargs):
 
 def build_commands(flow: CardFlow, community: Community
                    ) -> list[app_commands.Command | app_commands.Group]:
-    tutor, store = flow.tutor, flow.store
+    tutor, servers = flow.tutor, Servers(flow.tutor)
 
     async def play(interaction: discord.Interaction, mode: str, topic: str | None,
                    public: bool) -> None:
-        if public and interaction.guild_id and not store.guild_settings(
+        if public and interaction.guild_id and not servers.settings(
                 interaction.guild_id).public_play:
             await reply(interaction, PRIVATE_ONLY)
             return
@@ -76,8 +77,7 @@ def build_commands(flow: CardFlow, community: Community
     @_learner_command(name="stats", description="Your progress.")
     async def stats(interaction: discord.Interaction) -> None:
         learner = flow.learner(interaction.user)
-        reviewed, first_try = store.learner_totals(learner.id)
-        seen = len(store.states(learner.id))
+        reviewed, first_try, seen = flow.learners.totals(learner)
         progress = tutor.progress(learner)
         embed = render.progress_embed(
             interaction.user.display_name, progress, reviewed,
@@ -125,20 +125,11 @@ def build_commands(flow: CardFlow, community: Community
             "new_per_day": new_per_day, "quiet_start": quiet_start, "quiet_end": quiet_end,
             "reminder_min_due": remind_when_due, "daily_minimum": daily_minimum,
         }.items() if v is not None}
-        if timezone is not None:
-            try:
-                changes["timezone"] = resolve_zone(timezone).key
-            except ValueError:
-                await reply(interaction, f"'{timezone}' is not a timezone I know. Pick one "
-                                         "from the list, e.g. Europe/Berlin.")
-                return
-        if reminders:  # a fresh start: daily again, and DMs are worth trying again
-            changes.update(reminders_ignored=0, unreachable=False)
-        if changes:
-            store.update_learner(learner.id, **changes)
-            learner = store.get_learner(learner.id)
-            store.update_learner(learner.id,
-                                 next_reminder_at=schedule.reschedule(learner, tutor.clock()))
+        try:
+            learner = flow.learners.update_settings(learner, changes)
+        except TutorError as exc:
+            await reply(interaction, str(exc))
+            return
         lines = [
             f"Timezone: **{learner.timezone}** (your day starts at "
             f"{learner.rollover_hour:02d}:00)",
@@ -181,7 +172,7 @@ def build_commands(flow: CardFlow, community: Community
     @server.command(name="public-play",
                     description="Allow learners to show cards to the channel.")
     async def public_play(interaction: discord.Interaction, enabled: bool) -> None:
-        store.update_guild_settings(interaction.guild_id, public_play=enabled)
+        servers.set_public_play(interaction.guild_id, enabled)
         await reply(interaction, "Public play is now " + ("**allowed**." if enabled else
                                                           "**off**: cards stay private."))
 
@@ -190,8 +181,7 @@ def build_commands(flow: CardFlow, community: Community
     @app_commands.describe(channel="Leave empty to stop posting reminders in this server")
     async def reminder_channel(interaction: discord.Interaction,
                                channel: discord.TextChannel | None = None) -> None:
-        store.update_guild_settings(interaction.guild_id,
-                                    reminder_channel_id=channel.id if channel else None)
+        servers.set_reminder_channel(interaction.guild_id, channel.id if channel else None)
         await reply(interaction, f"Reminders for learners with closed DMs go to "
                                  f"{channel.mention}." if channel else
                     "Reminders are no longer posted in this server.")
@@ -199,35 +189,25 @@ def build_commands(flow: CardFlow, community: Community
     @server.command(name="new-season",
                     description="Start a new leaderboard season (history is kept).")
     async def new_season(interaction: discord.Interaction) -> None:
-        settings = store.guild_settings(interaction.guild_id)
-        store.update_guild_settings(interaction.guild_id, season=settings.season + 1,
-                                    season_started_at=tutor.clock())
-        await reply(interaction, f"Season {settings.season + 1} starts now: the season board "
+        season = servers.new_season(interaction.guild_id)
+        await reply(interaction, f"Season {season} starts now: the season board "
                                  "is empty again; everyone's history and progress are kept.",
                     ephemeral=False)
 
     @server.command(name="leaderboard", description="The leaderboard's week for this server.")
     @app_commands.describe(timezone="The server's IANA timezone",
                            week_starts="The day the weekly board restarts")
-    @app_commands.choices(week_starts=[app_commands.Choice(name=day, value=i) for i, day in
-                                       enumerate(("Monday", "Tuesday", "Wednesday",
-                                                  "Thursday", "Friday", "Saturday",
-                                                  "Sunday"))])
+    @app_commands.choices(week_starts=[app_commands.Choice(name=day, value=i)
+                                       for i, day in enumerate(WEEKDAYS)])
     async def board_settings(interaction: discord.Interaction, timezone: str | None = None,
                              week_starts: int | None = None) -> None:
-        changes = {}
-        if timezone is not None:
-            try:
-                changes["timezone"] = resolve_zone(timezone).key
-            except ValueError:
-                await reply(interaction, f"'{timezone}' is not a timezone I know.")
-                return
-        if week_starts is not None:
-            changes["week_start"] = week_starts
-        settings = store.update_guild_settings(interaction.guild_id, **changes)
-        day = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday",
-               "Sunday")[settings.week_start]
-        await reply(interaction, f"The weekly board restarts every {day} at midnight, "
+        try:
+            settings = servers.set_board(interaction.guild_id, timezone, week_starts)
+        except TutorError as exc:
+            await reply(interaction, str(exc))
+            return
+        await reply(interaction, f"The weekly board restarts every "
+                                 f"{WEEKDAYS[settings.week_start]} at midnight, "
                                  f"{settings.timezone}.")
 
     board_settings.autocomplete("timezone")(timezone_names)
@@ -235,17 +215,11 @@ def build_commands(flow: CardFlow, community: Community
     @server.command(name="decks", description="Choose which decks this server plays.")
     @app_commands.describe(deck="A deck id", enabled="Play it here or not")
     async def server_decks(interaction: discord.Interaction, deck: str, enabled: bool) -> None:
-        loaded = list(tutor.library.decks)
-        if deck not in loaded:
-            await reply(interaction, f"No deck '{deck}'. Decks: {', '.join(loaded)}.")
+        try:
+            chosen = servers.set_deck(interaction.guild_id, deck, enabled)
+        except TutorError as exc:
+            await reply(interaction, str(exc))
             return
-        current = store.guild_settings(interaction.guild_id).decks or loaded
-        chosen = [d for d in loaded if (d in current and d != deck) or (d == deck and enabled)]
-        if not chosen:
-            await reply(interaction, "At least one deck has to stay on.")
-            return
-        store.update_guild_settings(interaction.guild_id,
-                                    decks=None if chosen == loaded else chosen)
         await reply(interaction, "Decks played here: " + ", ".join(
             f"**{tutor.library.deck(d).title}**" for d in chosen) + ".")
 

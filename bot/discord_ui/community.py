@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import io
-from datetime import timedelta
 
 import discord
 from discord import app_commands
 
 from bot import charts
+from bot.boards import Boards
 from bot.discord_ui import render
-from bot.discord_ui.components import dispatch
+from bot.discord_ui.components import handled
 from bot.discord_ui.flow import CardFlow
 from bot.discord_ui.replies import reply
+from bot.tutor import TutorError
 from scheduler import leaderboard as lb
 from scheduler.reminders import current_streak
 
@@ -38,7 +39,8 @@ class BoardButton(discord.ui.DynamicItem[discord.ui.Button],
         return cls(match["period"], int(match["page"]), match["way"])
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        await dispatch(interaction, "on_board_page", self.period, self.page)
+        await handled(interaction, interaction.client.community.on_board_page(
+            interaction, self.period, self.page))
 
 
 class ReviewCardButton(discord.ui.DynamicItem[discord.ui.Button],
@@ -55,7 +57,8 @@ class ReviewCardButton(discord.ui.DynamicItem[discord.ui.Button],
         return cls(match["card"])
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        await dispatch(interaction, "on_review_card", self.card_id)
+        await handled(interaction, interaction.client.community.on_review_card(
+            interaction, self.card_id))
 
 
 def board_embed(guild_name: str, period: str, season: int, result: lb.Board) -> discord.Embed:
@@ -89,18 +92,19 @@ class Community:
     """The handlers behind /leaderboard, /insights, the board buttons and /stats extras."""
 
     def __init__(self, flow: CardFlow):
-        self.flow, self.tutor, self.store = flow, flow.tutor, flow.tutor.store
+        self.flow, self.tutor = flow, flow.tutor
+        self.boards = Boards(flow.tutor)
 
     def _board(self, interaction, period: str, page: int):
-        settings = self.store.guild_settings(interaction.guild_id)
-        since = lb.period_start(settings, period, self.tutor.clock())
-        caller = self.flow.learner(interaction.user)
-        result = lb.board(self.store.engine, interaction.guild_id, since, page=page,
-                          per_page=PER_PAGE, caller_id=caller.id)
-        return settings, result
+        return self.boards.board(interaction.guild_id, period, page,
+                                 self.flow.learner(interaction.user), PER_PAGE)
 
     async def leaderboard(self, interaction, period: str, page: int, image: bool) -> None:
-        settings, result = self._board(interaction, period, page)
+        try:
+            settings, result = self._board(interaction, period, page)
+        except TutorError as exc:
+            await reply(interaction, str(exc))
+            return
         embed = board_embed(interaction.guild.name, period, settings.season, result)
         files = []
         if image:
@@ -113,14 +117,17 @@ class Community:
                                                 files=files)
 
     async def on_board_page(self, interaction, period: str, page: int) -> None:
-        settings, result = self._board(interaction, period, page)
+        try:
+            settings, result = self._board(interaction, period, page)
+        except TutorError as exc:
+            await reply(interaction, str(exc))
+            return
         await interaction.response.edit_message(
             embed=board_embed(interaction.guild.name, period, settings.season, result),
             view=board_view(period, result), attachments=[])
 
     async def insights(self, interaction) -> None:
-        since = self.tutor.clock() - timedelta(days=INSIGHT_DAYS)
-        found = lb.insights(self.store.engine, since, guild_id=interaction.guild_id)
+        found = self.boards.server_insights(interaction.guild_id, INSIGHT_DAYS)
         embed = discord.Embed(title=f"What this server gets wrong (last {INSIGHT_DAYS} days)",
                               colour=render.BLUE)
         embed.add_field(name="Cards missed most", inline=False, value="\n".join(
@@ -140,13 +147,11 @@ class Community:
     async def stats_extras(self, learner, today) -> tuple[list[discord.File], list[str],
                                                             discord.ui.View | None]:
         """The /stats picture (rendered off the event loop) and your most-missed cards."""
-        since = self.tutor.clock() - timedelta(days=182)
-        daily = self.store.reviews_per_day(learner.id, since)
-        retention = self.store.retention_by_week(learner.id, since)
+        activity = self.boards.activity(learner, days=182, top=3)
         png = await asyncio.to_thread(
-            charts.stats_png, learner.display_name or "Your", daily, today, retention,
-            current_streak(learner, today), learner.longest_streak)
-        found = lb.insights(self.store.engine, since, learner_id=learner.id, top=3)
+            charts.stats_png, learner.display_name or "Your", activity.daily, today,
+            activity.retention, current_streak(learner, today), learner.longest_streak)
+        found = activity.insights
         lines = [f"**{self._mistake_title(m)}** × {n}" for m, n in found.mistakes]
         view = None
         if found.missed_cards:

@@ -7,6 +7,8 @@ id makes a click on an outdated rendering (or a double click) recognisable.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 import discord
 
 from bot.discord_ui.replies import apologise
@@ -15,13 +17,11 @@ SERVE = r"(?P<serve>[0-9a-f]{8,32})"
 SLUG = r"[a-z][a-z0-9_-]{0,39}"
 
 
-async def dispatch(interaction: discord.Interaction, action: str, *args) -> None:
-    """Run the bot's handler for a component (card flow or community); a failure is
-    logged and apologised for, never raised."""
-    client = interaction.client
-    handler = getattr(client.flow, action, None) or getattr(client.community, action)
+async def handled(interaction: discord.Interaction, call: Awaitable[None]) -> None:
+    """Await a component's handler call (`interaction.client.flow.on_...(...)`); a failure
+    is logged and apologised for, never raised."""
     try:
-        await handler(interaction, *args)
+        await call
     except Exception as exc:  # noqa: BLE001 - one broken click must not hurt the bot
         await apologise(interaction, exc)
 
@@ -39,8 +39,8 @@ class OptionButton(discord.ui.DynamicItem[discord.ui.Button],
         return cls(match["serve"], int(match["attempt"]), match["option"], item.label or "?")
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        await dispatch(interaction, "on_answer", self.serve_id, self.attempt,
-                                          self.option_id)
+        await handled(interaction, interaction.client.flow.on_answer(
+            interaction, self.serve_id, self.attempt, self.option_id))
 
 
 class BlankSelect(discord.ui.DynamicItem[discord.ui.Select],
@@ -58,15 +58,22 @@ class BlankSelect(discord.ui.DynamicItem[discord.ui.Select],
 
     async def callback(self, interaction: discord.Interaction) -> None:
         values = (interaction.data or {}).get("values") or [""]
-        await dispatch(interaction, "on_pick", self.serve_id, self.blank_id, values[0])
+        await handled(interaction, interaction.client.flow.on_pick(
+            interaction, self.serve_id, self.blank_id, values[0]))
 
 
-class SubmitButton(discord.ui.DynamicItem[discord.ui.Button],
-                   template=rf"srs:submit:{SERVE}:(?P<attempt>\d)"):
+class _AttemptButton(discord.ui.DynamicItem[discord.ui.Button],
+                     template=rf"srs:(?P<action>submit|hint|code):{SERVE}:(?P<attempt>\d)"):
+    """A button on one attempt of a served card: `srs:<action>:<serve id>:<attempt>`.
+    Only its subclasses are registered, each with its own action's template."""
+
+    action = ""
+    label, emoji, style = "", None, discord.ButtonStyle.secondary
+
     def __init__(self, serve_id: str, attempt: int, row: int = 4):
         super().__init__(discord.ui.Button(
-            label="Submit", style=discord.ButtonStyle.primary,
-            custom_id=f"srs:submit:{serve_id}:{attempt}", row=row))
+            label=self.label, emoji=self.emoji, style=self.style,
+            custom_id=f"srs:{self.action}:{serve_id}:{attempt}", row=row))
         self.serve_id, self.attempt = serve_id, attempt
 
     @classmethod
@@ -74,39 +81,31 @@ class SubmitButton(discord.ui.DynamicItem[discord.ui.Button],
         return cls(match["serve"], int(match["attempt"]))
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        await dispatch(interaction, "on_submit", self.serve_id, self.attempt)
+        await handled(interaction, self.handle(interaction.client.flow, interaction))
+
+    def handle(self, flow, interaction) -> Awaitable[None]:
+        raise NotImplementedError
 
 
-class HintButton(discord.ui.DynamicItem[discord.ui.Button],
-                 template=rf"srs:hint:{SERVE}:(?P<attempt>\d)"):
-    def __init__(self, serve_id: str, attempt: int):
-        super().__init__(discord.ui.Button(
-            label="Hint", emoji="💡", style=discord.ButtonStyle.secondary,
-            custom_id=f"srs:hint:{serve_id}:{attempt}", row=4))
-        self.serve_id, self.attempt = serve_id, attempt
+class SubmitButton(_AttemptButton, template=rf"srs:submit:{SERVE}:(?P<attempt>\d)"):
+    action, label, style = "submit", "Submit", discord.ButtonStyle.primary
 
-    @classmethod
-    async def from_custom_id(cls, interaction, item, match):
-        return cls(match["serve"], int(match["attempt"]))
-
-    async def callback(self, interaction: discord.Interaction) -> None:
-        await dispatch(interaction, "on_hint", self.serve_id, self.attempt)
+    def handle(self, flow, interaction) -> Awaitable[None]:
+        return flow.on_submit(interaction, self.serve_id, self.attempt)
 
 
-class CodeButton(discord.ui.DynamicItem[discord.ui.Button],
-                 template=rf"srs:code:{SERVE}:(?P<attempt>\d)"):
-    def __init__(self, serve_id: str, attempt: int):
-        super().__init__(discord.ui.Button(
-            label="Write code", style=discord.ButtonStyle.primary,
-            custom_id=f"srs:code:{serve_id}:{attempt}", row=4))
-        self.serve_id, self.attempt = serve_id, attempt
+class HintButton(_AttemptButton, template=rf"srs:hint:{SERVE}:(?P<attempt>\d)"):
+    action, label, emoji = "hint", "Hint", "💡"
 
-    @classmethod
-    async def from_custom_id(cls, interaction, item, match):
-        return cls(match["serve"], int(match["attempt"]))
+    def handle(self, flow, interaction) -> Awaitable[None]:
+        return flow.on_hint(interaction, self.serve_id, self.attempt)
 
-    async def callback(self, interaction: discord.Interaction) -> None:
-        await dispatch(interaction, "on_code_button", self.serve_id, self.attempt)
+
+class CodeButton(_AttemptButton, template=rf"srs:code:{SERVE}:(?P<attempt>\d)"):
+    action, label, style = "code", "Write code", discord.ButtonStyle.primary
+
+    def handle(self, flow, interaction) -> Awaitable[None]:
+        return flow.on_code_button(interaction, self.serve_id, self.attempt)
 
 
 class NextButton(discord.ui.DynamicItem[discord.ui.Button],
@@ -122,7 +121,8 @@ class NextButton(discord.ui.DynamicItem[discord.ui.Button],
         return cls(match["mode"], match["topic"])
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        await dispatch(interaction, "on_next", self.mode, self.topic)
+        await handled(interaction, interaction.client.flow.on_next(
+            interaction, self.mode, self.topic))
 
 
 class ForgetButton(discord.ui.DynamicItem[discord.ui.Button],
@@ -140,7 +140,8 @@ class ForgetButton(discord.ui.DynamicItem[discord.ui.Button],
         return cls(int(match["user"]), match["choice"])
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        await dispatch(interaction, "on_forget", self.user_id, self.choice == "yes")
+        await handled(interaction, interaction.client.flow.on_forget(
+            interaction, self.user_id, self.choice == "yes"))
 
 
 class CodeModal(discord.ui.Modal):

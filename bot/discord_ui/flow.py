@@ -1,8 +1,6 @@
-"""Playing cards in Discord: serve, answer, hint, code, next. A thin layer on the engine.
-
-Served cards are stored (served_card) so any click, after a restart too, finds its card;
-the stored attempt count is a compare-and-set guard, so a double click or a click on an
-outdated rendering is answered once and told so the second time.
+"""Playing cards in Discord: serve, answer, hint, code, next. A thin layer on the engine
+(`bot.play` keeps served cards and their attempts; `bot.learners` a learner's settings):
+this module only turns clicks into calls and results into messages, and holds no state.
 """
 
 from __future__ import annotations
@@ -10,27 +8,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from dataclasses import dataclass
-from datetime import timedelta
 
 import discord
 
 from bot.discord_ui import render
 from bot.discord_ui.components import CodeModal
 from bot.discord_ui.replies import reply
-from bot.tutor import (
-    InvalidAnswer,
-    Served,
-    StaleCard,
-    Tutor,
-    TutorError,
-    Verdict,
-)
-from content.schema import CodeCard
+from bot.learners import Learners
+from bot.play import Finished, Play
+from bot.tutor import AlreadyCounted, StaleCard, Tutor, TutorError, Verdict
 from scheduler.models import Learner
 
 log = logging.getLogger(__name__)
-SNOOZE = timedelta(hours=1)
 FENCED = re.compile(r"```(?:py|python|python3)?[ \t]*\n(?P<code>.*?)```", re.S | re.I)
 NOTHING = {
     "review": "Nothing is due right now. Try **/learn** for new cards or **/practice**.",
@@ -40,17 +29,11 @@ NOTHING = {
 }
 
 
-@dataclass(frozen=True)
-class Loaded:
-    served: Served
-    draft: dict
-    learner: Learner
-
-
 class CardFlow:
     def __init__(self, tutor: Tutor):
         self.tutor = tutor
-        self.store = tutor.store
+        self.play = Play(tutor)
+        self.learners = Learners(tutor)
 
     def learner(self, user: discord.abc.User) -> Learner:
         return self.tutor.learner(f"discord:{user.id}", display_name=user.display_name)
@@ -61,16 +44,13 @@ class CardFlow:
                     *, ephemeral: bool = True, edit: bool = False,
                     card_id: str | None = None) -> None:
         learner = self.learner(interaction.user)
-        decks = (self.store.guild_settings(interaction.guild_id).decks
-                 if interaction.guild_id else None)
-        served = self.tutor.next_card(learner, mode=mode, topic=topic,
-                                      guild_id=interaction.guild_id, only=card_id, decks=decks)
-        if served is None:
+        playing = self.play.serve(learner, mode=mode, topic=topic,
+                                  guild_id=interaction.guild_id, card_id=card_id)
+        if playing is None:
             await self._nothing(interaction, learner, mode, edit)
             return
-        self.store.save_served(served.serve_id, learner.id, served.to_json(), served.served_at)
-        card = self.tutor.card(served)
-        embed, view = render.card_embed(card, served), render.card_view(card, served)
+        embed = render.card_embed(playing.card, playing.served)
+        view = render.card_view(playing.card, playing.served)
         if edit:
             await interaction.response.edit_message(content=None, embeds=[embed], view=view)
         else:
@@ -89,86 +69,72 @@ class CardFlow:
     async def on_next(self, interaction: discord.Interaction, mode: str, topic: str | None):
         await self.serve(interaction, mode, topic, edit=True)
 
-    # -- loading a served card for a click -----------------------------------------------
-
-    async def _load(self, interaction: discord.Interaction, serve_id: str,
-                    attempt: int | None = None) -> Loaded | None:
-        """The served card behind a click, or None after telling the clicker why not."""
-        row = self.store.load_served(serve_id)
-        if row is None:
-            await reply(interaction, "This card is no longer available. Use **/review** "
-                                     "or **/learn** for a new one.")
-            return None
-        served = Served.from_json(row.served)
-        learner = self.learner(interaction.user)
-        if learner.id != served.learner_id:
-            await reply(interaction, "This card was served to someone else. Use **/review** "
-                                     "to get your own.")
-            return None
-        if row.finished:
-            await reply(interaction, "This card was already answered. Press **Next card** "
-                                     "or use **/review**.")
-            return None
-        if attempt is not None and attempt != served.attempts:
-            await reply(interaction, "That click was already counted.")
-            return None
-        return Loaded(served, row.draft, learner)
+    async def _refused(self, interaction, serve_id: str, learner: Learner,
+                       error: TutorError) -> None:
+        """Say why a click changed nothing, and leave a way forward: a click made on an
+        outdated rendering also gets the card as it stands (its answer may have been
+        counted while the message kept the old buttons), a finished card a Next button."""
+        if isinstance(error, StaleCard):
+            await self._stale(interaction, str(error))
+            return
+        if isinstance(error, AlreadyCounted):
+            try:
+                playing = self.play.current(serve_id, learner)
+            except TutorError:
+                playing = None
+            if playing is not None:
+                await reply(interaction, f"{error} This is the card as it stands:",
+                            embed=render.card_embed(playing.card, playing.served),
+                            view=render.card_view(playing.card, playing.served, playing.draft))
+                return
+        if isinstance(error, Finished):
+            await reply(interaction, str(error), view=render.next_view("auto", None))
+            return
+        await reply(interaction, str(error))
 
     # -- answering -----------------------------------------------------------------------
 
     async def on_answer(self, interaction, serve_id: str, attempt: int, response) -> None:
-        loaded = await self._load(interaction, serve_id, attempt)
-        if loaded is None:
-            return
+        learner = self.learner(interaction.user)
         try:
-            verdict = self.tutor.answer(loaded.served, response)
-        except StaleCard as exc:
-            self.store.advance_served(serve_id, attempt, loaded.served.to_json(), True)
-            await self._stale(interaction, str(exc))
+            verdict = self.play.answer(serve_id, attempt, learner, response)
+        except TutorError as exc:
+            await self._refused(interaction, serve_id, learner, exc)
             return
-        except InvalidAnswer as exc:
-            await reply(interaction, str(exc))
-            return
-        await self._show(interaction, loaded, verdict)
+        await self._show(interaction, learner, verdict)
 
     async def on_pick(self, interaction, serve_id: str, blank_id: str, chip_id: str) -> None:
-        loaded = await self._load(interaction, serve_id)
-        if loaded is None:
+        learner = self.learner(interaction.user)
+        try:
+            self.play.pick(serve_id, learner, blank_id, chip_id)
+        except TutorError as exc:
+            await self._refused(interaction, serve_id, learner, exc)
             return
-        self.store.set_draft(serve_id, blank_id, chip_id)
         await interaction.response.defer()  # the select itself shows the pick
 
     async def on_submit(self, interaction, serve_id: str, attempt: int) -> None:
-        loaded = await self._load(interaction, serve_id, attempt)
-        if loaded is None:
+        learner = self.learner(interaction.user)
+        try:
+            verdict = self.play.submit(serve_id, attempt, learner)
+        except TutorError as exc:
+            await self._refused(interaction, serve_id, learner, exc)
             return
-        card = self.tutor.card(loaded.served)
-        missing = [i for i, b in enumerate(card.blanks, 1) if b.id not in loaded.draft]
-        if missing:
-            await reply(interaction, "Pick an option for blank "
-                        + ", ".join(f"[{i}]" for i in missing) + " first.")
-            return
-        await self.on_answer(interaction, serve_id, attempt, dict(loaded.draft))
+        await self._show(interaction, learner, verdict)
 
     async def on_hint(self, interaction, serve_id: str, attempt: int) -> None:
-        loaded = await self._load(interaction, serve_id, attempt)
-        if loaded is None:
+        learner = self.learner(interaction.user)
+        try:
+            playing = self.play.hint(serve_id, attempt, learner)
+        except TutorError as exc:
+            await self._refused(interaction, serve_id, learner, exc)
             return
-        served, _ = self.tutor.hint(loaded.served)
-        self.store.advance_served(serve_id, attempt, served.to_json(), False)
-        card = self.tutor.card(served)
         await interaction.response.edit_message(
-            embeds=[render.card_embed(card, served)],
-            view=render.card_view(card, served, loaded.draft))
+            embeds=[render.card_embed(playing.card, playing.served)],
+            view=render.card_view(playing.card, playing.served, playing.draft))
 
-    async def _show(self, interaction, loaded: Loaded, verdict: Verdict) -> None:
-        if not self.store.advance_served(loaded.served.serve_id, loaded.served.attempts,
-                                         verdict.served.to_json(), verdict.finished):
-            await reply(interaction, "That answer was already counted.")
-            return
+    async def _show(self, interaction, learner: Learner, verdict: Verdict) -> None:
         card = self.tutor.card(verdict.served)
-        today = self.tutor.today(loaded.learner)
-        feedback = render.feedback_embed(card, verdict, today)
+        feedback = render.feedback_embed(card, verdict, self.tutor.today(learner))
         if verdict.finished:
             mode = {"review": "review", "drill": "review", "new": "learn"}.get(
                 verdict.served.kind, "practice")
@@ -190,35 +156,34 @@ class CardFlow:
     # -- code cards ----------------------------------------------------------------------
 
     async def on_code_button(self, interaction, serve_id: str, attempt: int) -> None:
-        loaded = await self._load(interaction, serve_id, attempt)
-        if loaded is None:
+        learner = self.learner(interaction.user)
+        try:
+            playing = self.play.code_card(serve_id, attempt, learner)
+        except TutorError as exc:
+            await self._refused(interaction, serve_id, learner, exc)
             return
-        card = self.tutor.card(loaded.served)
-        await interaction.response.send_modal(CodeModal(serve_id, attempt, card.starter))
+        await interaction.response.send_modal(
+            CodeModal(serve_id, attempt, playing.card.starter))
 
     async def on_code_modal(self, interaction, serve_id: str, attempt: int, code: str) -> None:
-        loaded = await self._load(interaction, serve_id, attempt)
-        if loaded is None:
+        learner = self.learner(interaction.user)
+        try:
+            self.play.code_card(serve_id, attempt, learner)
+        except TutorError as exc:
+            await self._refused(interaction, serve_id, learner, exc)
             return
         # The sandbox can take longer than Discord's 3-second window: acknowledge first.
         await interaction.response.defer(ephemeral=True, thinking=True)
-        verdict = await self._judge(interaction, loaded, code)
-        if verdict is None:
-            return
-        if not self.store.advance_served(serve_id, attempt, verdict.served.to_json(), True):
-            await interaction.followup.send("That answer was already counted.", ephemeral=True)
-            return
-        card = self.tutor.card(verdict.served)
-        await interaction.followup.send(
-            embed=render.feedback_embed(card, verdict, self.tutor.today(loaded.learner)),
-            view=render.next_view("auto", None), ephemeral=True)
-
-    async def _judge(self, interaction, loaded: Loaded, code: str) -> Verdict | None:
         try:
-            return await asyncio.to_thread(self.tutor.answer, loaded.served, code)
-        except TutorError as exc:  # no sandbox, busy, empty code, stale card
+            verdict = await asyncio.to_thread(self.play.answer, serve_id, attempt, learner,
+                                              code)
+        except TutorError as exc:  # no sandbox, busy, empty code, stale, already counted
             await interaction.followup.send(str(exc), ephemeral=True)
-            return None
+            return
+        await interaction.followup.send(
+            embed=render.feedback_embed(self.tutor.card(verdict.served), verdict,
+                                        self.tutor.today(learner)),
+            view=render.next_view("auto", None), ephemeral=True)
 
     async def on_code_message(self, message: discord.Message) -> bool:
         """A fenced code block sent to the bot answers the learner's open code card."""
@@ -226,25 +191,20 @@ class CardFlow:
         if match is None:
             return False
         learner = self.learner(message.author)
-        for row in self.store.open_served(learner.id):
-            served = Served.from_json(row.served)
-            if self.tutor.library.has_card(served.card_id) and isinstance(
-                    self.tutor.library.card(served.card_id), CodeCard):
-                break
-        else:
+        playing = self.play.open_code_card(learner)
+        if playing is None:
             await message.reply("You have no code card open. Use **/learn** or **/practice** "
                                 "to get one, then send your loop here.", mention_author=False)
             return True
+        served = playing.served
         try:
-            verdict = await asyncio.to_thread(self.tutor.answer, served, match["code"])
+            verdict = await asyncio.to_thread(self.play.answer, served.serve_id,
+                                              served.attempts, learner, match["code"])
         except TutorError as exc:
             await message.reply(str(exc), mention_author=False)
             return True
-        self.store.advance_served(served.serve_id, served.attempts, verdict.served.to_json(),
-                                  True)
-        card = self.tutor.card(verdict.served)
         await message.reply(
-            embed=render.feedback_embed(card, verdict, self.tutor.today(learner)),
+            embed=render.feedback_embed(playing.card, verdict, self.tutor.today(learner)),
             view=render.next_view("auto", None), mention_author=False)
         return True
 
@@ -256,12 +216,11 @@ class CardFlow:
             await self.serve(interaction, "review", ephemeral=False)
             return
         if action == "snooze":
-            until = self.tutor.clock() + SNOOZE
-            self.store.update_learner(learner.id, next_reminder_at=until)
+            until = self.learners.snooze_reminders(learner)
             await reply(interaction, f"Snoozed: I'll remind you again <t:{int(until.timestamp())}"
                                      ":t>.", ephemeral=False)
             return
-        self.store.update_learner(learner.id, reminders_enabled=False, next_reminder_at=None)
+        self.learners.pause_reminders(learner)
         await reply(interaction, "Reminders paused. Turn them back on any time with "
                                  "**/settings reminders:True**.", ephemeral=False)
 
@@ -275,8 +234,7 @@ class CardFlow:
             await interaction.response.edit_message(
                 embeds=[render.notice("Nothing was deleted.")], view=None)
             return
-        learner = self.learner(interaction.user)
-        self.store.delete_learner(learner.id)
+        self.learners.forget(self.learner(interaction.user))
         await interaction.response.edit_message(
             embeds=[render.notice("Done: your progress, reviews and settings are deleted.")],
             view=None)

@@ -8,7 +8,7 @@ import logging
 import discord
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from bot.discord_ui.components import dispatch
+from bot.discord_ui.components import handled
 from bot.discord_ui.replies import CLOSED_DMS, retrying
 from bot.observability import record_reminders
 from scheduler.reminders import DMClosed, Reminder, ReminderSweep
@@ -34,7 +34,7 @@ class ReminderButton(discord.ui.DynamicItem[discord.ui.Button],
         return cls(match["action"])
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        await dispatch(interaction, "on_reminder", self.action)
+        await handled(interaction, interaction.client.flow.on_reminder(interaction, self.action))
 
 
 def reminder_view() -> discord.ui.View:

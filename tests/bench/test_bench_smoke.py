@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from tests.conftest import REPO
+from tests.helpers.paths import REPO
 
 
 def test_bench_answers_reports_engine_and_raw_rates():

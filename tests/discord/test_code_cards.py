@@ -10,7 +10,8 @@ import pytest
 
 from bot.discord_ui.client import TutorBot
 from bot.tutor import CodeReport, Tutor
-from tests.discord.test_play import custom_ids, store_now
+from tests.helpers.clock import store_now
+from tests.helpers.discord import custom_ids, verdict_message
 
 SCALED = "for x, y in dataloader:\n    loss = criterion(model(x), y) / accumulation_steps\n"
 
@@ -29,10 +30,6 @@ def code_tutor(store, mini_library, clock) -> Tutor:
 @pytest.fixture
 def simcord_bot(code_tutor) -> TutorBot:
     return TutorBot(code_tutor)
-
-
-def verdict_message(result):
-    return result.followups[-1] if result.followups else result.response
 
 
 async def test_the_modal_takes_code_and_the_verdict_explains_the_mistake(world, store,

@@ -6,8 +6,7 @@ import pytest
 
 from bot.discord_ui.client import TutorBot
 from bot.sandbox.judge import BackgroundSandbox
-from tests.discord.test_code_cards import verdict_message
-from tests.discord.test_play import custom_ids, pick_and_submit
+from tests.helpers.discord import custom_ids, pick_and_submit, verdict_message
 
 NO_SCALING = """\
 for i, (inputs, labels) in enumerate(dataloader):

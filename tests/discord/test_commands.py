@@ -6,7 +6,8 @@ import logging
 
 import discord
 
-from tests.discord.test_play import learner_of, pick_and_submit, store_now
+from tests.helpers.clock import store_now
+from tests.helpers.discord import learner_of, pick_and_submit
 
 
 def final_text(result) -> str:
@@ -128,7 +129,7 @@ async def test_a_failing_handler_apologises_logs_and_the_bot_keeps_serving(
 async def test_a_failing_button_apologises(world, bot_tutor, monkeypatch, caplog):
     _, channel, ann, _ = world
     card = (await ann.slash(channel, "practice", topic="concept")).response
-    monkeypatch.setattr(bot_tutor, "answer", lambda *a: 1 / 0)
+    monkeypatch.setattr(bot_tutor, "answer", lambda *a, **k: 1 / 0)
     with caplog.at_level(logging.ERROR):
         result = await ann.click(card, label="A")
     assert "Sorry, something went wrong" in result.response.content

@@ -8,8 +8,8 @@ import io
 import discord
 from matplotlib import image
 
-from tests.discord.test_play import learner_of, pick_and_submit
-from tests.test_store import record
+from tests.helpers.discord import learner_of, pick_and_submit
+from tests.helpers.records import record
 
 
 def seed_board(store, guild, members) -> None:
@@ -24,7 +24,7 @@ def seed_board(store, guild, members) -> None:
 
 
 def store_now():
-    from tests.conftest import FakeClock
+    from tests.helpers.clock import FakeClock
     return FakeClock()()
 
 

@@ -8,33 +8,16 @@ import copy
 import sqlalchemy as sa
 
 from scheduler.served_store import served_t
+from tests.helpers.discord import (
+    custom_ids,
+    learner_of,
+    pick_and_submit,
+    served_id,
+    still_showing,
+    store_now,
+)
 
 ZERO_GRAD = "gradient-accumulation/zero-grad"
-
-
-def custom_ids(message) -> list[str]:
-    return [c["custom_id"] for row in message.components for c in row["components"]]
-
-
-def served_id(message) -> str:
-    return next(cid.split(":")[2] for cid in custom_ids(message) if cid.startswith("srs:"))
-
-
-def learner_of(store, user):
-    return store.learner(f"discord:{user.id}", now=store_now())
-
-
-def store_now():
-    from tests.conftest import FakeClock
-    return FakeClock()()
-
-
-async def pick_and_submit(actor, message, choices: dict[str, str]):
-    for blank, chip in choices.items():
-        cid = next(c for c in custom_ids(message) if c.startswith("srs:pick:")
-                   and c.endswith(f":{blank}"))
-        await actor.select(message, [chip], custom_id=cid)
-    return await actor.click(message, label="Submit")
 
 
 async def test_learn_serves_a_private_fill_in_card(world, store):
@@ -132,12 +115,6 @@ async def test_next_serves_the_following_card_in_place(world):
     assert following.response.embeds[0].footer.text.endswith("gradient-accumulation/backward")
 
 
-def still_showing(message, rendering: list) -> None:
-    """Put an earlier rendering back, as a Discord client that has not yet received the
-    bot's edit still shows it: the second click of a double click comes from there."""
-    message._message.components = copy.deepcopy(rendering)  # SimCord's stored message
-
-
 async def test_a_double_click_records_one_answer(world, store):
     _, channel, ann, _ = world
     card = (await ann.slash(channel, "practice", topic="concept")).response
@@ -156,7 +133,11 @@ async def test_a_click_on_an_outdated_attempt_is_not_counted_twice(world, store)
     await ann.click(card, label="A")
     still_showing(card, shown)
     stale = await ann.click(card, label="B")  # rendered for attempt 0, now at attempt 1
-    assert stale.response.content == "That click was already counted."
+    assert stale.ephemeral
+    assert stale.response.content.startswith("That click was already counted.")
+    # ...with the card as it stands, so a learner whose message kept old buttons goes on.
+    assert all(cid.split(":")[3] == "1" for cid in custom_ids(stale.response)
+               if cid.startswith("srs:opt:"))
     row = store.load_served(served_id(card))
     assert row.attempts == 1
 

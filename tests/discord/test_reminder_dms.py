@@ -9,7 +9,7 @@ import discord
 from bot.discord_ui.client import TutorBot
 from bot.discord_ui.reminders import SWEEP_EVERY_S, DiscordReminderSender
 from scheduler.reminders import ReminderSweep
-from tests.discord.test_play import learner_of, pick_and_submit
+from tests.helpers.discord import learner_of, pick_and_submit
 
 
 async def due_reminder(ann, channel, store, clock):

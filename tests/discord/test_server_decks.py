@@ -8,7 +8,7 @@ import pytest
 from bot.discord_ui.client import TutorBot
 from bot.tutor import Tutor
 from content.loader import DECKS_DIR, DeckLibrary
-from tests.conftest import FIXTURES
+from tests.helpers.paths import FIXTURES
 
 
 @pytest.fixture

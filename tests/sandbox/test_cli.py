@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from bot.sandbox.protocol import ERROR, OK, REFUSED
-from tests.conftest import REPO
+from tests.helpers.paths import REPO
 
 
 def tutor_sandbox(*args: str) -> subprocess.CompletedProcess:

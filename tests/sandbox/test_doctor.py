@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.sandbox import doctor
-from tests.conftest import REPO
+from tests.helpers.paths import REPO
 
 V1_MEMORY = Path("/sys/fs/cgroup/memory/memory.limit_in_bytes")
 

@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 from bot.sandbox.protocol import ERROR, MEMORY, OK, OUTPUT_LIMIT, REFUSED, TIMEOUT
-from tests.conftest import REPO
+from tests.helpers.paths import REPO
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 SECRET = "fake-discord-token-that-must-not-leak"

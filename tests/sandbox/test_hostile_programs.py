@@ -71,7 +71,7 @@ import pytest
 
 from bot.sandbox.judge import report_from
 from bot.sandbox.protocol import ERROR, MEMORY, OK, OUTPUT_LIMIT, TIMEOUT
-from tests.conftest import REPO
+from tests.helpers.paths import REPO
 from tests.sandbox.conftest import TEST_LIMITS
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

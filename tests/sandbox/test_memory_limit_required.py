@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from bot.sandbox.protocol import OK, REFUSED
-from tests.conftest import REPO
+from tests.helpers.paths import REPO
 
 
 def ask_worker(tmp_path, *flags: str) -> list[dict]:

@@ -12,7 +12,7 @@ import pytest
 
 from bot.sandbox.client import SandboxClient
 from bot.sandbox.protocol import OK
-from tests.conftest import REPO
+from tests.helpers.paths import REPO
 
 pytestmark = pytest.mark.asyncio(loop_scope="function")
 

@@ -25,11 +25,13 @@ import fnmatch
 import itertools
 import json
 import re
+import signal
 import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from aiohttp import WSMsgType, web
@@ -581,3 +583,26 @@ class OfflineDiscord:
         return await self._interact(user, 5, {"custom_id": custom_id, "components": rows},
                                     where.get("guild_id"), where.get("channel_id"),
                                     message=where.get("message"), timeout=timeout)
+
+
+class BotProcess:
+    """A bot running in its own process against the offline Discord."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, log: Path):
+        self.proc, self.log = proc, log
+
+    async def stop(self, timeout: float = 30.0) -> int:
+        """Ctrl-C, waiting until the process exits: Client.run closes the websocket (code
+        1000) and returns. The wait ends as soon as it does; `timeout` only bounds a hung
+        process on a busy machine. A second SIGINT covers Python 3.11's asyncio.wait_for
+        swallowing the first one's cancellation if it lands just as discord.py's connect
+        step finishes; SIGKILL is the last resort."""
+        for sig in (signal.SIGINT, signal.SIGINT, signal.SIGKILL):
+            if self.proc.returncode is not None:
+                break
+            self.proc.send_signal(sig)
+            try:
+                await asyncio.wait_for(self.proc.wait(), timeout)
+            except TimeoutError:
+                pass
+        return await self.proc.wait()

@@ -1,0 +1,57 @@
+"""Reading and poking what SimCord shows a learner."""
+
+from __future__ import annotations
+
+import copy
+
+from tests.helpers.clock import store_now
+
+
+def custom_ids(message) -> list[str]:
+    return [c["custom_id"] for row in message.components for c in row["components"]]
+
+
+def served_id(message) -> str:
+    return next(cid.split(":")[2] for cid in custom_ids(message) if cid.startswith("srs:"))
+
+
+def learner_of(store, user):
+    return store.learner(f"discord:{user.id}", now=store_now())
+
+
+def still_showing(message, rendering: list) -> None:
+    """Put a rendering into a message, as a Discord client that has not yet received the
+    bot's edit still shows it (or as a forged client sends it): the next click comes from
+    there."""
+    message._message.components = copy.deepcopy(rendering)  # SimCord's stored message
+
+
+async def pick_and_submit(actor, message, choices: dict[str, str]):
+    for blank, chip in choices.items():
+        cid = next(c for c in custom_ids(message) if c.startswith("srs:pick:")
+                   and c.endswith(f":{blank}"))
+        await actor.select(message, [chip], custom_id=cid)
+    return await actor.click(message, label="Submit")
+
+
+def verdict_message(result):
+    """Where a code verdict shows: the last follow-up, or the response."""
+    return result.followups[-1] if result.followups else result.response
+
+
+async def forged_slash(actor, channel, name: str, **options):
+    """A slash command as a forged client sends it: values Discord's own client never
+    allows (out of range, not among the choices) reach the bot, since discord.py does not
+    check them. SimCord checks them, so this goes under its public API."""
+    from simcord import actors
+    from simcord.enums import AppCommandType, InteractionType
+
+    root = actors._resolve_visible_command(actor, channel.id, name, AppCommandType.CHAT_INPUT)
+    spec = {o["name"]: o for o in root.get("options", [])}
+    data = {"id": root["id"], "name": root["name"], "type": root.get("type", 1),
+            "options": [{"name": k, "type": spec[k]["type"], "value": v}
+                        for k, v in options.items()]}
+    if root.get("guild_id"):
+        data["guild_id"] = root["guild_id"]
+    return await actors._dispatch_actor_interaction(
+        actor, InteractionType.APPLICATION_COMMAND, channel, data)

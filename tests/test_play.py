@@ -1,0 +1,121 @@
+"""Cards in play (`bot.play`): a stored served card from serve to review, and learners'
+settings (`bot.learners`), driven as the Discord layer drives them."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.learners import BadSetting, Learners
+from bot.play import Finished, Gone, NotYours, Play
+from bot.tutor import AlreadyCounted, InvalidAnswer
+
+RIGHT = {"method": "zero_grad"}
+
+
+@pytest.fixture
+def play(tutor) -> Play:
+    return Play(tutor)
+
+
+def served_clear(play, tutor):
+    ann = tutor.learner("discord:1")
+    playing = play.serve(ann)
+    assert playing.served.card_id == "mini/clear"
+    return ann, playing.served.serve_id
+
+
+def test_a_finished_answer_is_one_transaction_a_crash_leaves_nothing_half_written(
+        play, tutor, store, monkeypatch):
+    ann, sid = served_clear(play, tutor)
+
+    def crash(cursor, values):
+        raise RuntimeError("power cut between judging and recording")
+
+    with monkeypatch.context() as patched:  # the served card moves first; then the crash
+        patched.setattr(store, "_write_state", crash)
+        with pytest.raises(RuntimeError):
+            play.answer(sid, 0, ann, RIGHT)
+    row = store.load_served(sid)
+    assert (row.attempts, row.finished) == (0, False)
+    assert store.review(sid) is None and store.state(ann.id, "mini/clear") is None
+    verdict = play.answer(sid, 0, ann, RIGHT)  # the same click, retried, still counts
+    assert verdict.correct and verdict.finished
+    assert store.load_served(sid).finished and store.review(sid).quality == verdict.quality
+
+
+def test_the_second_of_two_clicks_on_the_last_attempt_changes_nothing(play, tutor, store):
+    ann, sid = served_clear(play, tutor)
+    playing = play.at(sid, 0, ann)  # both clicks loaded the card at attempt 0
+    first = tutor.answer(playing.served, RIGHT, stored=True)
+    with pytest.raises(AlreadyCounted):
+        tutor.answer(playing.served, {"method": "step"}, stored=True)
+    assert store.review(sid).quality == first.quality and store.review(sid).correct
+
+
+def test_clicks_are_checked_against_owner_attempt_and_state(play, tutor):
+    ann, sid = served_clear(play, tutor)
+    bob = tutor.learner("discord:2")
+    with pytest.raises(NotYours):
+        play.answer(sid, 0, bob, RIGHT)
+    with pytest.raises(Gone):
+        play.answer("0" * 16, 0, ann, RIGHT)
+    play.answer(sid, 0, ann, {"method": "step"})
+    with pytest.raises(AlreadyCounted):
+        play.answer(sid, 0, ann, RIGHT)  # rendered for attempt 0, now at 1
+    play.answer(sid, 1, ann, RIGHT)
+    with pytest.raises(Finished):
+        play.answer(sid, 2, ann, RIGHT)
+
+
+@pytest.mark.parametrize("blank, chip", [("nope", "zero_grad"), ("method", "nope"),
+                                         ("method", ""), ("", "")])
+def test_a_pick_the_card_does_not_have_is_refused_and_stores_nothing(play, tutor, store,
+                                                                    blank, chip):
+    ann, sid = served_clear(play, tutor)
+    with pytest.raises(InvalidAnswer):
+        play.pick(sid, ann, blank, chip)
+    assert store.load_served(sid).draft == {}
+    play.pick(sid, ann, "method", "zero_grad")
+    assert play.submit(sid, 0, ann).correct
+
+
+def test_a_submit_with_an_empty_blank_names_it(play, tutor):
+    ann, sid = served_clear(play, tutor)
+    with pytest.raises(InvalidAnswer, match=r"blank \[1\]"):
+        play.submit(sid, 0, ann)
+
+
+def test_only_code_cards_open_the_code_editor(play, tutor):
+    ann, sid = served_clear(play, tutor)
+    with pytest.raises(InvalidAnswer, match="not answered with code"):
+        play.code_card(sid, 0, ann)
+
+
+def test_a_hint_is_stored_once(play, tutor, store):
+    ann, sid = served_clear(play, tutor)
+    assert play.hint(sid, 0, ann).served.hint_used
+    assert store.load_served(sid).served["hint_used"]
+
+
+# -- settings ------------------------------------------------------------------------------
+@pytest.mark.parametrize("changes", [
+    {"reminder_hour": 25}, {"reminder_hour": -1}, {"new_per_day": -5}, {"new_per_day": 0},
+    {"quiet_start": -3, "quiet_end": 99}, {"daily_minimum": 101}, {"reminder_hour": True},
+    {"reminder_hour": "7"}, {"reminders_enabled": "yes"}, {"timezone": "Mars/Olympus"},
+    {"reminders_enabled": True, "quiet_start": 30},
+])
+def test_a_bad_setting_is_refused_and_changes_nothing(tutor, store, changes):
+    learners = Learners(tutor)
+    ann = tutor.learner("discord:1")
+    with pytest.raises(BadSetting):
+        learners.update_settings(ann, changes)
+    after = store.get_learner(ann.id)
+    assert after == ann and after.next_reminder_at is None
+
+
+def test_turning_reminders_on_schedules_the_next_one_in_the_same_write(tutor, store):
+    ann = tutor.learner("discord:1")
+    after = Learners(tutor).update_settings(ann, {"reminders_enabled": True,
+                                                  "reminder_hour": 20, "timezone": "UTC"})
+    assert after.reminders_enabled and after.next_reminder_at is not None
+    assert after.next_reminder_at.hour == 20
