@@ -1,8 +1,8 @@
 """Database engines and migrations.
 
-SQLite connections get WAL, foreign keys and a busy timeout on connect (DESIGN.md: a kill -9
-in WAL mode lost no acknowledged review; synchronous=NORMAL risks the last commits only on
-power loss). Schema changes go through Alembic, never `create_all`.
+SQLite connections get WAL, foreign keys and a busy timeout on connect (docs/architecture.md,
+"Storage"; a kill -9 in WAL mode lost no acknowledged review; synchronous=NORMAL risks the
+last commits only on power loss). Schema changes go through Alembic, never `create_all`.
 """
 
 from __future__ import annotations

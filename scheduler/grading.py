@@ -1,4 +1,4 @@
-"""Map an auto-graded attempt to an SM-2 quality (DESIGN.md, "Grading an auto-graded attempt").
+"""Map an auto-graded attempt to an SM-2 quality (docs/architecture.md, "SM-2 and grading").
 
 With 4 options and 3 attempts a guesser is right by attempt 3 three times in four, so only a
 first-try answer shows recall:

@@ -1,4 +1,4 @@
-"""Tests for scheduler.grading: attempt -> SM-2 quality (DESIGN.md "Grading ...")."""
+"""Tests for scheduler.grading: attempt -> SM-2 quality (docs/architecture.md, grading)."""
 
 from __future__ import annotations
 

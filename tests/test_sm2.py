@@ -1,4 +1,5 @@
-"""Tests for scheduler.sm2: golden vectors (DESIGN.md), properties, and a differential test.
+"""Tests for scheduler.sm2: golden vectors (SM-2 as published), properties, and a
+differential test.
 
 Peer: PyPI ``supermemo2`` 3.0.1 (``supermemo2/sm_two.py``, read for this module). Its state
 rules agree with ours: the interval uses the EF from before the update; a first review
@@ -50,7 +51,7 @@ def expected_delta(q: int) -> int:
     return 10 - (5 - q) * (8 + 2 * (5 - q))
 
 
-# --- golden vectors (DESIGN.md "SM-2 as published") -------------------------------------
+# --- golden vectors (SM-2 as published) -------------------------------------
 
 GOLDEN = [
     # grades, EF (hundredths) after each, interval after each

@@ -2,7 +2,7 @@
 
 Bot <-> service: JSON lines. A submission is {"id", "code", "mode": "run"|"check",
 "checker", "device"}; a result is {"id", "status", "exit_code", "stdout", "stderr",
-"elapsed_ms", ...}. Statuses are DESIGN.md's: ok, error, timeout, memory, output_limit,
+"elapsed_ms", ...}. Statuses are the product's: ok, error, timeout, memory, output_limit,
 refused.
 
 Service -> child: one length-prefixed JSON request. Child -> service: its exit status, and
