@@ -134,13 +134,16 @@ class Store(ReminderQueries, ServedQueries):
     # -- learners ------------------------------------------------------------------------
 
     def learner(self, external_id: str, *, display_name: str = "", now: datetime) -> Learner:
-        """Get the learner with this external id, creating them on first contact."""
-        fresh = Learner(external_id=external_id, display_name=display_name, created_at=now)
-        with self.engine.begin() as conn:
-            conn.execute(self._insert_learner, fresh.model_dump(exclude={"id"}))
-            row = conn.execute(
-                sa.select(learner_t).where(learner_t.c.external_id == external_id)
-            ).one()
+        """Get the learner with this external id, creating them on first contact: a read
+        on every later click; a write only the first time."""
+        query = sa.select(learner_t).where(learner_t.c.external_id == external_id)
+        with self.engine.connect() as conn:
+            row = conn.execute(query).first()
+        if row is None:
+            fresh = Learner(external_id=external_id, display_name=display_name, created_at=now)
+            with self.engine.begin() as conn:  # two first contacts at once: one row
+                conn.execute(self._insert_learner, fresh.model_dump(exclude={"id"}))
+                row = conn.execute(query).one()
         return Learner.model_validate(row._mapping)
 
     def get_learner(self, learner_id: int) -> Learner | None:

@@ -159,3 +159,19 @@ def test_the_hot_path_stores_values_exactly_as_core_does(store):
         found = conn.execute(sa.select(sa.func.count()).select_from(log_t)
                              .where(log_t.c.reviewed_at >= moment)).scalar()
     assert stored == "2026-12-02 12:00:00.000000" and found == 1
+
+
+def test_looking_up_a_known_learner_writes_nothing(store):
+    first = store.learner("discord:1", now=NOW)
+    statements: list[str] = []
+
+    def seen(conn, cursor, statement, *args):
+        statements.append(statement)
+
+    sa.event.listen(store.engine, "before_cursor_execute", seen)
+    try:
+        again = store.learner("discord:1", now=NOW)
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", seen)
+    assert again == first and statements
+    assert not [s for s in statements if s.lstrip().upper().startswith(("INSERT", "UPDATE"))]
