@@ -10,14 +10,14 @@ import discord
 import yarl
 from discord import app_commands
 
-from bot.discord_ui.commands import build_commands
+from bot.discord_ui import cards, me, server
 from bot.discord_ui.community import (
     BoardButton,
     Community,
     ReviewCardButton,
     build_community_commands,
 )
-from bot.discord_ui.components import DYNAMIC_ITEMS, MODAL_TEMPLATE, handled
+from bot.discord_ui.components import CARD_ITEMS, MODAL_TEMPLATE, handled
 from bot.discord_ui.flow import CardFlow
 from bot.discord_ui.reminders import ReminderButton, ReminderService
 from bot.discord_ui.replies import apologise, reply
@@ -60,11 +60,14 @@ class TutorClient:
             {"gateway": lambda: self.is_ready() and not self.is_closed(),
              "database": tutor.store.ping}, latency=lambda: self.latency)
         self.tree = app_commands.CommandTree(self)
-        for command in [*build_commands(self.flow, self.community),
+        # Every feature's commands and persistent components, registered here and only here.
+        for command in [*cards.commands(self.flow), *me.commands(self.flow, self.community),
+                        *server.commands(self.flow),
                         *build_community_commands(self.community)]:
             self.tree.add_command(command)
         self.tree.on_error = self._on_command_error
-        self._dynamic_items = (*DYNAMIC_ITEMS, ReminderButton, BoardButton, ReviewCardButton)
+        self._dynamic_items = (*CARD_ITEMS, me.ForgetButton, ReminderButton, BoardButton,
+                               ReviewCardButton)
 
     async def setup_hook(self) -> None:
         self.add_dynamic_items(*self._dynamic_items)

@@ -125,25 +125,6 @@ class NextButton(discord.ui.DynamicItem[discord.ui.Button],
             interaction, self.mode, self.topic))
 
 
-class ForgetButton(discord.ui.DynamicItem[discord.ui.Button],
-                   template=r"srs:forget:(?P<user>\d{1,20}):(?P<choice>yes|no)"):
-    def __init__(self, user_id: int, choice: str):
-        yes = choice == "yes"
-        super().__init__(discord.ui.Button(
-            label="Yes, delete everything" if yes else "Cancel",
-            style=discord.ButtonStyle.danger if yes else discord.ButtonStyle.secondary,
-            custom_id=f"srs:forget:{user_id}:{choice}"))
-        self.user_id, self.choice = user_id, choice
-
-    @classmethod
-    async def from_custom_id(cls, interaction, item, match):
-        return cls(int(match["user"]), match["choice"])
-
-    async def callback(self, interaction: discord.Interaction) -> None:
-        await handled(interaction, interaction.client.flow.on_forget(
-            interaction, self.user_id, self.choice == "yes"))
-
-
 class CodeModal(discord.ui.Modal):
     """The learner's code. Submits are routed by custom_id (see client.on_interaction),
     so a modal opened before a restart is still judged."""
@@ -161,5 +142,4 @@ class CodeModal(discord.ui.Modal):
 
 
 MODAL_TEMPLATE = rf"srs:modal:{SERVE}:(?P<attempt>\d)"
-DYNAMIC_ITEMS = (OptionButton, BlankSelect, SubmitButton, HintButton, CodeButton, NextButton,
-                 ForgetButton)
+CARD_ITEMS = (OptionButton, BlankSelect, SubmitButton, HintButton, CodeButton, NextButton)

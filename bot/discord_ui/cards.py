@@ -1,0 +1,56 @@
+"""Getting cards: /review, /learn, /practice. Answering them is the card flow (flow.py)
+with its buttons (components.py)."""
+
+from __future__ import annotations
+
+import discord
+from discord import app_commands
+
+from bot.discord_ui.flow import CardFlow
+from bot.discord_ui.options import learner_command
+from bot.discord_ui.replies import reply
+from bot.servers import Servers
+
+PRIVATE_ONLY = ("This server keeps cards private. An admin can allow public play with "
+                "**/server-settings public-play**.")
+
+
+def commands(flow: CardFlow) -> list[app_commands.Command]:
+    tutor, servers = flow.tutor, Servers(flow.tutor)
+
+    async def play(interaction: discord.Interaction, mode: str, topic: str | None,
+                   public: bool) -> None:
+        if public and interaction.guild_id and not servers.settings(
+                interaction.guild_id).public_play:
+            await reply(interaction, PRIVATE_ONLY)
+            return
+        await flow.serve(interaction, mode, topic, ephemeral=not public)
+
+    @learner_command(name="review", description="Review the cards that are due now.")
+    @app_commands.describe(public="Show the card to the channel (if the server allows it).")
+    async def review(interaction: discord.Interaction, public: bool = False) -> None:
+        await play(interaction, "review", None, public)
+
+    @learner_command(name="learn", description="Learn new cards (within your daily limit).")
+    @app_commands.describe(public="Show the card to the channel (if the server allows it).")
+    async def learn(interaction: discord.Interaction, public: bool = False) -> None:
+        await play(interaction, "learn", None, public)
+
+    @learner_command(name="practice",
+                     description="Practise a topic now, even if nothing is due.")
+    @app_commands.describe(topic="What to practise", public="Show the card to the channel.")
+    async def practice(interaction: discord.Interaction, topic: str | None = None,
+                       public: bool = False) -> None:
+        topics = {t for card in tutor.servable() for t in card.topics}
+        if topic is not None and topic not in topics:
+            await reply(interaction, f"No topic '{topic}'. Topics: {', '.join(sorted(topics))}.")
+            return
+        await play(interaction, "practice", topic, public)
+
+    @practice.autocomplete("topic")
+    async def practice_topics(interaction, current: str) -> list[app_commands.Choice[str]]:
+        topics = sorted({t for card in tutor.servable() for t in card.topics})
+        return [app_commands.Choice(name=t, value=t) for t in topics
+                if current.lower() in t][:25]
+
+    return [review, learn, practice]

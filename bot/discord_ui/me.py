@@ -1,0 +1,128 @@
+"""A learner's own things: /stats, /settings, /forget-me and its confirmation buttons."""
+
+from __future__ import annotations
+
+import discord
+from discord import app_commands
+
+from bot.discord_ui import render
+from bot.discord_ui.community import Community
+from bot.discord_ui.components import handled
+from bot.discord_ui.flow import CardFlow
+from bot.discord_ui.options import learner_command, timezone_names
+from bot.discord_ui.replies import dm, reply
+from bot.tutor import TutorError
+from scheduler import reminders as schedule
+
+
+class ForgetButton(discord.ui.DynamicItem[discord.ui.Button],
+                   template=r"srs:forget:(?P<user>\d{1,20}):(?P<choice>yes|no)"):
+    def __init__(self, user_id: int, choice: str):
+        yes = choice == "yes"
+        super().__init__(discord.ui.Button(
+            label="Yes, delete everything" if yes else "Cancel",
+            style=discord.ButtonStyle.danger if yes else discord.ButtonStyle.secondary,
+            custom_id=f"srs:forget:{user_id}:{choice}"))
+        self.user_id, self.choice = user_id, choice
+
+    @classmethod
+    async def from_custom_id(cls, interaction, item, match):
+        return cls(int(match["user"]), match["choice"])
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        await handled(interaction, interaction.client.flow.on_forget(
+            interaction, self.user_id, self.choice == "yes"))
+
+
+
+def commands(flow: CardFlow, community: Community) -> list[app_commands.Command]:
+    tutor = flow.tutor
+
+    @learner_command(name="stats", description="Your progress.")
+    async def stats(interaction: discord.Interaction) -> None:
+        learner = flow.learner(interaction.user)
+        reviewed, first_try, seen = flow.learners.totals(learner)
+        progress = tutor.progress(learner)
+        embed = render.progress_embed(
+            interaction.user.display_name, progress, reviewed,
+            first_try / reviewed if reviewed else None, len(tutor.servable()), seen)
+        streak = schedule.current_streak(learner, progress.today)
+        embed.add_field(name="Streak", value=f"{streak} day(s)"
+                        f" (longest {learner.longest_streak})")
+        await interaction.response.defer(ephemeral=True, thinking=True)  # a picture to draw
+        files, missed, view = await community.stats_extras(learner, progress.today)
+        if missed:
+            embed.add_field(name="Your most frequent mistakes", value="\n".join(missed),
+                            inline=False)
+        embed.set_image(url="attachment://stats.png")
+        await interaction.followup.send(embed=embed, files=files, ephemeral=True,
+                                        **({"view": view} if view else {}))
+
+    @learner_command(name="settings", description="Your timezone, reminders and visibility.")
+    @app_commands.describe(
+        timezone="Your IANA timezone, e.g. Europe/Berlin",
+        reminder_hour="Local hour (0-23) for your daily review reminder",
+        reminders="Send me a daily DM when cards are due",
+        leaderboard="Show me on server leaderboards",
+        new_per_day="New cards per day (1-50)",
+        quiet_start="Local hour your quiet hours start (no reminders until they end)",
+        quiet_end="Local hour your quiet hours end",
+        remind_when_due="Only remind me when at least this many cards are due",
+        daily_minimum="Reviews a day that keep your streak going",
+    )
+    async def settings(
+        interaction: discord.Interaction,
+        timezone: str | None = None,
+        reminder_hour: app_commands.Range[int, 0, 23] | None = None,
+        reminders: bool | None = None,
+        leaderboard: bool | None = None,
+        new_per_day: app_commands.Range[int, 1, 50] | None = None,
+        quiet_start: app_commands.Range[int, 0, 23] | None = None,
+        quiet_end: app_commands.Range[int, 0, 23] | None = None,
+        remind_when_due: app_commands.Range[int, 1, 100] | None = None,
+        daily_minimum: app_commands.Range[int, 1, 100] | None = None,
+    ) -> None:
+        learner = flow.learner(interaction.user)
+        changes = {k: v for k, v in {
+            "timezone": timezone, "reminder_hour": reminder_hour,
+            "reminders_enabled": reminders, "leaderboard_visible": leaderboard,
+            "new_per_day": new_per_day, "quiet_start": quiet_start, "quiet_end": quiet_end,
+            "reminder_min_due": remind_when_due, "daily_minimum": daily_minimum,
+        }.items() if v is not None}
+        try:
+            learner = flow.learners.update_settings(learner, changes)
+        except TutorError as exc:
+            await reply(interaction, str(exc))
+            return
+        lines = [
+            f"Timezone: **{learner.timezone}** (your day starts at "
+            f"{learner.rollover_hour:02d}:00)",
+            f"Reminders: **{'on' if learner.reminders_enabled else 'off'}**, at "
+            f"{schedule.reminder_hour(learner):02d}:00 when at least {learner.reminder_min_due} "
+            "card(s) are due" + (f" (quiet {learner.quiet_start:02d}:00-"
+                                 f"{learner.quiet_end:02d}:00)" if learner.quiet_start
+                                 is not None and learner.quiet_end is not None else ""),
+            f"Streak: a day counts after {learner.daily_minimum} review(s)",
+            f"Leaderboards: **{'shown' if learner.leaderboard_visible else 'hidden'}**",
+            f"New cards per day: **{learner.new_per_day}**",
+        ]
+        if reminders:
+            await interaction.response.defer(ephemeral=True)
+            if not await dm(interaction.user, "Reminders are on: I'll DM you when cards are "
+                                              "due. Turn them off with /settings."):
+                lines.append("⚠️ I can't DM you: your DMs are closed to me. Allow direct "
+                             "messages from this server's members to get reminders.")
+        await reply(interaction, ("Saved.\n" if changes else "") + "\n".join(lines))
+
+    settings.autocomplete("timezone")(timezone_names)
+
+    @learner_command(name="forget-me", description="Delete all your progress (asks first).")
+    async def forget_me(interaction: discord.Interaction) -> None:
+        view = discord.ui.View(timeout=None)
+        view.add_item(ForgetButton(interaction.user.id, "yes"))
+        view.add_item(ForgetButton(interaction.user.id, "no"))
+        await interaction.response.send_message(
+            "This deletes your progress, review history and settings, everywhere. Sure?",
+            view=view, ephemeral=True)
+
+    return [stats, settings, forget_me]

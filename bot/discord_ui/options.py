@@ -1,0 +1,29 @@
+"""What several features' commands share: where learner commands work, and the timezone
+autocomplete."""
+
+from __future__ import annotations
+
+import zoneinfo
+from functools import cache
+
+from discord import app_commands
+
+
+@cache
+def _zones() -> tuple[str, ...]:
+    return tuple(sorted(zoneinfo.available_timezones()))
+
+
+def learner_command(**kwargs):
+    """A learner command: usable in servers and in a DM with the bot."""
+    def wrap(func):
+        command = app_commands.command(**kwargs)(func)
+        return app_commands.allowed_contexts(guilds=True, dms=True, private_channels=False)(
+            command)
+    return wrap
+
+
+async def timezone_names(interaction, current: str) -> list[app_commands.Choice[str]]:
+    needle = current.lower().replace(" ", "_")
+    return [app_commands.Choice(name=z, value=z) for z in _zones()
+            if needle in z.lower()][:25]

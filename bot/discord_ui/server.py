@@ -1,0 +1,81 @@
+"""/server-settings: what a server's admins choose."""
+
+from __future__ import annotations
+
+import discord
+from discord import app_commands
+
+from bot.discord_ui.flow import CardFlow
+from bot.discord_ui.options import timezone_names
+from bot.discord_ui.replies import reply
+from bot.servers import WEEKDAYS, Servers
+from bot.tutor import TutorError
+
+
+def commands(flow: CardFlow) -> list[app_commands.Group]:
+    tutor, servers = flow.tutor, Servers(flow.tutor)
+
+    server = app_commands.Group(
+        name="server-settings", description="Settings for this server (admins).",
+        guild_only=True, default_permissions=discord.Permissions(manage_guild=True))
+
+    @server.command(name="public-play",
+                    description="Allow learners to show cards to the channel.")
+    async def public_play(interaction: discord.Interaction, enabled: bool) -> None:
+        servers.set_public_play(interaction.guild_id, enabled)
+        await reply(interaction, "Public play is now " + ("**allowed**." if enabled else
+                                                          "**off**: cards stay private."))
+
+    @server.command(name="reminder-channel",
+                    description="Where reminders go for learners whose DMs are closed.")
+    @app_commands.describe(channel="Leave empty to stop posting reminders in this server")
+    async def reminder_channel(interaction: discord.Interaction,
+                               channel: discord.TextChannel | None = None) -> None:
+        servers.set_reminder_channel(interaction.guild_id, channel.id if channel else None)
+        await reply(interaction, f"Reminders for learners with closed DMs go to "
+                                 f"{channel.mention}." if channel else
+                    "Reminders are no longer posted in this server.")
+
+    @server.command(name="new-season",
+                    description="Start a new leaderboard season (history is kept).")
+    async def new_season(interaction: discord.Interaction) -> None:
+        season = servers.new_season(interaction.guild_id)
+        await reply(interaction, f"Season {season} starts now: the season board "
+                                 "is empty again; everyone's history and progress are kept.",
+                    ephemeral=False)
+
+    @server.command(name="leaderboard", description="The leaderboard's week for this server.")
+    @app_commands.describe(timezone="The server's IANA timezone",
+                           week_starts="The day the weekly board restarts")
+    @app_commands.choices(week_starts=[app_commands.Choice(name=day, value=i)
+                                       for i, day in enumerate(WEEKDAYS)])
+    async def board_settings(interaction: discord.Interaction, timezone: str | None = None,
+                             week_starts: int | None = None) -> None:
+        try:
+            settings = servers.set_board(interaction.guild_id, timezone, week_starts)
+        except TutorError as exc:
+            await reply(interaction, str(exc))
+            return
+        await reply(interaction, f"The weekly board restarts every "
+                                 f"{WEEKDAYS[settings.week_start]} at midnight, "
+                                 f"{settings.timezone}.")
+
+    board_settings.autocomplete("timezone")(timezone_names)
+
+    @server.command(name="decks", description="Choose which decks this server plays.")
+    @app_commands.describe(deck="A deck id", enabled="Play it here or not")
+    async def server_decks(interaction: discord.Interaction, deck: str, enabled: bool) -> None:
+        try:
+            chosen = servers.set_deck(interaction.guild_id, deck, enabled)
+        except TutorError as exc:
+            await reply(interaction, str(exc))
+            return
+        await reply(interaction, "Decks played here: " + ", ".join(
+            f"**{tutor.library.deck(d).title}**" for d in chosen) + ".")
+
+    @server_decks.autocomplete("deck")
+    async def deck_ids(interaction, current: str) -> list[app_commands.Choice[str]]:
+        return [app_commands.Choice(name=deck.title[:100], value=deck_id)
+                for deck_id, deck in tutor.library.decks.items() if current in deck_id][:25]
+
+    return [server]
