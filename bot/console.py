@@ -6,21 +6,19 @@ import re
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date
 from typing import TextIO
 
+from bot.feedback import LETTERS, feedback, numbered_code, when
 from bot.tutor import (
     InvalidAnswer,
     Served,
     Tutor,
     TutorError,
     Verdict,
-    correct_answer,
 )
-from content.schema import BLANK_RE, ChoiceCard, CodeCard, FillInCard
+from content.schema import ChoiceCard, CodeCard, FillInCard
 from scheduler.models import Learner
 
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 QUIT = {"q", "quit", "exit"}
 HINT = {"?", "h", "hint"}
 
@@ -31,15 +29,6 @@ class Quit(Exception):
 
 def _indent(text: str, prefix: str = "    ") -> str:
     return textwrap.indent(text.rstrip("\n"), prefix)
-
-
-def _when(day: date, today: date) -> str:
-    days = (day - today).days
-    if days <= 0:
-        return "today"
-    if days == 1:
-        return f"tomorrow ({day.isoformat()})"
-    return f"in {days} days ({day.isoformat()})"
 
 
 @dataclass
@@ -96,7 +85,7 @@ class Console:
         if p.due_now or p.drills_left:
             self.say(f"Still waiting today: {p.due_now} due, {p.drills_left} to drill again.")
         elif p.next_due:
-            self.say(f"All caught up. Next review: {_when(p.next_due, p.today)}.")
+            self.say(f"All caught up. Next review: {when(p.next_due, p.today)}.")
         else:
             self.say("All caught up.")
 
@@ -137,10 +126,8 @@ class Console:
                 return
 
     def _show_fill_in(self, card: FillInCard) -> None:
-        numbers = {blank.id: i for i, blank in enumerate(card.blanks, 1)}
-        code = BLANK_RE.sub(lambda m: f"[{numbers[m.group(1)]}]", card.code)
         self.say()
-        self.say(_indent(code))
+        self.say(_indent(numbered_code(card)))
         self.say()
         self.say("  " + "   ".join(f"{LETTERS[i]}) {c.text}" for i, c in enumerate(card.chips)))
 
@@ -221,47 +208,34 @@ class Console:
         return {blank.id: self._pick(chips, token) for blank, token in pairs}
 
     def _show_verdict(self, card, verdict: Verdict) -> None:
-        if verdict.duplicate:
+        fb = feedback(card, verdict, self.tutor.today(self.learner))
+        if fb.duplicate:
             self.say("(This answer was already recorded.)")
-        if verdict.correct:
-            tries = verdict.served.attempts
-            self.say("Correct!" if tries == 1 else f"Correct, on attempt {tries}.")
-        else:
-            self.say("Not quite.")
-        if verdict.report:  # what the checker measured, with its numbers
-            for line in verdict.report.feedback:
-                self._wrapped(f"- {line}")
-        if verdict.correct:
-            for f in verdict.findings:  # a passing loop can still carry a warning
-                self._wrapped(f"Note - {f.mistake_title}: {f.explanation}")
-        else:
-            for f in verdict.findings:
-                where = f" for [{self._blank_number(card, f.blank)}]" if f.blank else ""
-                if f.says:
-                    self._wrapped(f"You chose '{f.choice}'{where}: {f.says}")
-                if f.explanation:
-                    self._wrapped(f"Common mistake - {f.mistake_title}: {f.explanation}")
-            if not verdict.finished:
-                self.say(f"  {verdict.attempts_left} attempt(s) left. (? for a hint)")
-                return
-            answer = correct_answer(card)
-            self.say("A working solution:\n" + _indent(answer) if isinstance(card, CodeCard)
-                     else f"The answer: {answer}")
-        self._show_solution(card)
-        if verdict.due is not None and verdict.served.kind in ("new", "review"):
-            today = self.tutor.today(self.learner)
-            self.say(f"Next review of this card: {_when(verdict.due, today)}.")
+        self.say(fb.headline)
+        for line in fb.measured:  # what the checker measured, with its numbers
+            self._wrapped(f"- {line}")
+        for m in fb.mistakes:
+            if fb.correct:  # a passing loop can still carry a warning
+                self._wrapped(f"Note - {m.title}: {m.explanation}")
+                continue
+            where = f" for [{m.blank}]" if m.blank else ""
+            if m.says:
+                self._wrapped(f"You chose '{m.choice}'{where}: {m.says}")
+            if m.explanation:
+                self._wrapped(f"Common mistake - {m.title}: {m.explanation}")
+        if not fb.finished:
+            self.say(f"  {fb.attempts_left} attempt(s) left. (? for a hint)")
+            return
+        if fb.answer is not None:
+            self.say("A working solution:\n" + _indent(fb.answer) if fb.answer_is_code
+                     else f"The answer: {fb.answer}")
+        for i, (title, detail) in enumerate(fb.steps, 1):
+            self._wrapped(f"{i}. {title}: {detail}")
+        if fb.explanation:
+            self._wrapped(fb.explanation)
+        self.say(f"Takeaway: {fb.takeaway}")
+        if fb.next_review:
+            self.say(f"Next review of this card: {fb.next_review}.")
 
     def _wrapped(self, text: str) -> None:
         self.say(textwrap.fill(text, width=88, initial_indent="  ", subsequent_indent="  "))
-
-    def _blank_number(self, card: FillInCard, blank_id: str) -> int:
-        return next(i for i, b in enumerate(card.blanks, 1) if b.id == blank_id)
-
-    def _show_solution(self, card) -> None:
-        if isinstance(card, ChoiceCard):
-            for i, step in enumerate(card.solution, 1):
-                self._wrapped(f"{i}. {step.title}: {step.detail}")
-        elif isinstance(card, FillInCard):
-            self._wrapped(card.explanation)
-        self.say(f"Takeaway: {card.takeaway}")

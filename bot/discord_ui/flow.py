@@ -14,6 +14,7 @@ import discord
 from bot.discord_ui import render
 from bot.discord_ui.components import CodeModal
 from bot.discord_ui.replies import reply
+from bot.feedback import when
 from bot.learners import Learners
 from bot.play import Finished, Play
 from bot.tutor import AlreadyCounted, StaleCard, Tutor, TutorError, Verdict
@@ -60,7 +61,7 @@ class CardFlow:
         progress = self.tutor.progress(learner)
         text = NOTHING[mode]
         if progress.next_due:
-            text += f"\nNext review: **{render.when(progress.next_due, progress.today)}**."
+            text += f"\nNext review: **{when(progress.next_due, progress.today)}**."
         if edit:
             await interaction.response.edit_message(embeds=[render.notice(text)], view=None)
         else:

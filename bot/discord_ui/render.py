@@ -11,13 +11,12 @@ from datetime import date
 import discord
 
 from bot.discord_ui import components as c
-from bot.tutor import MAX_ATTEMPTS, Progress, Served, Verdict, correct_answer
+from bot.feedback import KIND_LABEL, LETTERS, Feedback, feedback, numbered_code, when
+from bot.tutor import MAX_ATTEMPTS, Progress, Served, Verdict
 from content.loader import AnyCard
-from content.schema import BLANK_RE, ChoiceCard, CodeCard, FillInCard
+from content.schema import ChoiceCard, FillInCard
 
-LETTERS = "ABCDEFGHIJ"
 BLUE, GREEN, RED, GREY = 0x5865F2, 0x57F287, 0xED4245, 0x99AAB5
-KIND_LABEL = {"new": "New card", "review": "Review", "drill": "Once more", "cram": "Practice"}
 
 
 def clip(text: str, limit: int) -> str:
@@ -29,22 +28,10 @@ def code_block(code: str) -> str:
     return f"```py\n{code.rstrip()}\n```"
 
 
-def when(day: date, today: date) -> str:
-    days = (day - today).days
-    if days <= 0:
-        return "today"
-    return "tomorrow" if days == 1 else f"in {days} days ({day.isoformat()})"
-
-
-def _fill_in_code(card: FillInCard) -> str:
-    numbers = {blank.id: i for i, blank in enumerate(card.blanks, 1)}
-    return BLANK_RE.sub(lambda m: f"[{numbers[m.group(1)]}]", card.code)
-
-
 def card_embed(card: AnyCard, served: Served, finished: bool = False) -> discord.Embed:
     parts = [card.prompt]
     if isinstance(card, FillInCard):
-        parts.append(code_block(_fill_in_code(card)))
+        parts.append(code_block(numbered_code(card)))
     elif isinstance(card, ChoiceCard):
         if card.code:
             parts.append(code_block(card.code))
@@ -67,56 +54,42 @@ def card_embed(card: AnyCard, served: Served, finished: bool = False) -> discord
     return embed
 
 
-def _findings_text(verdict: Verdict, card: AnyCard) -> str:
+def _mistakes_text(fb: Feedback) -> str:
     lines = []
-    for f in verdict.findings:
-        if f.blank and isinstance(card, FillInCard):
-            number = next(i for i, b in enumerate(card.blanks, 1) if b.id == f.blank)
-            lines.append(f"**[{number}] `{f.choice}`**: {f.says}")
-        elif f.says:
-            lines.append(f"**{f.choice}**: {f.says}")
-        if f.explanation:
-            lines.append(f"> **{f.mistake_title}.** {f.explanation}")
+    for m in fb.mistakes:
+        if m.blank:
+            lines.append(f"**[{m.blank}] `{m.choice}`**: {m.says}")
+        elif m.says:
+            lines.append(f"**{m.choice}**: {m.says}")
+        if m.explanation:
+            lines.append(f"> **{m.title}.** {m.explanation}")
     return "\n".join(lines)
 
 
 def feedback_embed(card: AnyCard, verdict: Verdict, today: date | None) -> discord.Embed:
     """What the learner sees after an attempt: right or wrong, and why."""
-    if verdict.correct:
-        tries = verdict.served.attempts
-        title = "Correct!" if tries == 1 else f"Correct, on attempt {tries}."
-        colour = GREEN
-    elif verdict.finished:
-        title, colour = "Not this time.", RED
-    else:
-        left = verdict.attempts_left
-        title, colour = f"Not quite. {left} attempt{'s' * (left != 1)} left.", RED
-    parts = [_findings_text(verdict, card)]
-    if verdict.report and verdict.report.feedback:
-        parts.append("\n".join(f"• {line}" for line in verdict.report.feedback))
-    if verdict.finished:
-        if not verdict.correct:
-            answer = correct_answer(card)
-            parts.append("**The answer:** " + (code_block(answer) if isinstance(card, CodeCard)
-                                               else answer))
-        parts.append(_solution(card))
-        parts.append(f"**Takeaway:** {card.takeaway}")
-        if verdict.due and today and verdict.served.kind in ("new", "review"):
-            parts.append(f"Next review of this card: **{when(verdict.due, today)}**.")
+    fb = feedback(card, verdict, today)
+    title, colour = fb.headline, GREEN if fb.correct else RED
+    if not fb.finished:
+        left = fb.attempts_left
+        title = f"{title} {left} attempt{'s' * (left != 1)} left."
+    parts = [_mistakes_text(fb)]
+    if fb.measured:
+        parts.append("\n".join(f"• {line}" for line in fb.measured))
+    if fb.finished:
+        if fb.answer is not None:
+            parts.append("**The answer:** " + (code_block(fb.answer) if fb.answer_is_code
+                                               else fb.answer))
+        parts.append("\n".join(f"{i}. **{t}**: {d}" for i, (t, d) in enumerate(fb.steps, 1))
+                     or fb.explanation)
+        parts.append(f"**Takeaway:** {fb.takeaway}")
+        if fb.next_review:
+            parts.append(f"Next review of this card: **{fb.next_review}**.")
     embed = discord.Embed(title=title, description=clip("\n\n".join(p for p in parts if p), 4096),
                           colour=colour)
-    if verdict.duplicate:
+    if fb.duplicate:
         embed.set_footer(text="This answer was already recorded.")
     return embed
-
-
-def _solution(card: AnyCard) -> str:
-    if isinstance(card, ChoiceCard):
-        return "\n".join(f"{i}. **{s.title}**: {s.detail}"
-                         for i, s in enumerate(card.solution, 1))
-    if isinstance(card, FillInCard):
-        return card.explanation
-    return ""
 
 
 def card_view(card: AnyCard, served: Served, draft: dict | None = None) -> discord.ui.View:

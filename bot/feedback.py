@@ -1,0 +1,95 @@
+"""What to tell a learner, decided once for every front end: after an attempt, and the card
+text both front ends show the same way (option letters, numbered blanks, kind labels).
+
+The engine's `Verdict` says what happened; `feedback()` turns it into the decisions a
+learner sees (right or wrong, which mistakes, attempts left, whether the answer is
+revealed, the solution, the takeaway, the next review) as plain values. The terminal and
+Discord only format them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+
+from bot.tutor import Verdict, correct_answer
+from content.loader import AnyCard
+from content.schema import BLANK_RE, ChoiceCard, CodeCard, FillInCard
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # options and chips are shown as A, B, C, ...
+KIND_LABEL = {"new": "New card", "review": "Review", "drill": "Once more", "cram": "Practice"}
+
+
+@dataclass(frozen=True, slots=True)
+class Mistake:
+    """One wrong choice (a chip in a blank, an option, or what the checker found)."""
+
+    choice: str
+    blank: int | None  # the blank's number ([1], [2], ...) for a chip
+    says: str  # what this choice actually does ("" when nothing is said)
+    title: str
+    explanation: str
+
+
+@dataclass(frozen=True, slots=True)
+class Feedback:
+    correct: bool
+    finished: bool
+    attempt: int  # which attempt this was
+    attempts_left: int
+    mistakes: tuple[Mistake, ...]
+    measured: tuple[str, ...]  # what the code checker measured, with its numbers
+    answer: str | None  # revealed once the attempts are used without a right answer
+    answer_is_code: bool
+    steps: tuple[tuple[str, str], ...]  # a choice card's solution, step by step
+    explanation: str  # a fill-in card's explanation
+    takeaway: str | None  # once finished
+    next_review: str | None  # "tomorrow", "in 6 days (2026-12-08)", once scheduled
+    duplicate: bool  # the same answer was already recorded
+
+    @property
+    def headline(self) -> str:
+        if self.correct:
+            return "Correct!" if self.attempt == 1 else f"Correct, on attempt {self.attempt}."
+        return "Not this time." if self.finished else "Not quite."
+
+
+def when(day: date, today: date) -> str:
+    """A review day as a learner reads it."""
+    days = (day - today).days
+    if days <= 0:
+        return "today"
+    return "tomorrow" if days == 1 else f"in {days} days ({day.isoformat()})"
+
+
+def blank_number(card: FillInCard, blank_id: str) -> int:
+    return next(i for i, b in enumerate(card.blanks, 1) if b.id == blank_id)
+
+
+def numbered_code(card: FillInCard) -> str:
+    """The card's code with each blank shown as its number: `optimizer.[1]()`."""
+    return BLANK_RE.sub(lambda m: f"[{blank_number(card, m.group(1))}]", card.code)
+
+
+def feedback(card: AnyCard, verdict: Verdict, today: date | None) -> Feedback:
+    finished = verdict.finished
+    mistakes = tuple(
+        Mistake(f.choice, blank_number(card, f.blank) if f.blank and isinstance(
+            card, FillInCard) else None, f.says, f.mistake_title, f.explanation)
+        for f in verdict.findings)
+    reveal = finished and not verdict.correct
+    scheduled = finished and verdict.due is not None and today is not None and (
+        verdict.served.kind in ("new", "review"))
+    return Feedback(
+        correct=verdict.correct, finished=finished, attempt=verdict.served.attempts,
+        attempts_left=verdict.attempts_left, mistakes=mistakes,
+        measured=tuple(verdict.report.feedback) if verdict.report else (),
+        answer=correct_answer(card) if reveal else None,
+        answer_is_code=isinstance(card, CodeCard),
+        steps=tuple((s.title, s.detail) for s in card.solution)
+        if finished and isinstance(card, ChoiceCard) else (),
+        explanation=card.explanation if finished and isinstance(card, FillInCard) else "",
+        takeaway=card.takeaway if finished else None,
+        next_review=when(verdict.due, today) if scheduled else None,
+        duplicate=verdict.duplicate,
+    )
