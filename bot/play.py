@@ -122,7 +122,8 @@ class Play:
         """The card with its hint shown (which caps the grade)."""
         playing = self.at(serve_id, attempt, learner)
         served, _ = self.tutor.hint(playing.served)
-        if not self.store.advance_served(Advance(serve_id, attempt, served.to_json(), False)):
+        if not self.store.advance_served(Advance(serve_id, attempt, served.to_json(), False,
+                                                 clear_draft=False)):
             raise AlreadyCounted("That click was already counted.")
         return replace(playing, served=served)
 

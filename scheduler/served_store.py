@@ -32,6 +32,10 @@ def advance_values(advance) -> dict:
             "finished": advance.finished, "draft": {}}
 
 
+def _keeping_draft() -> sa.Update:
+    return advance_statement().values(draft=served_t.c.draft)
+
+
 class ServedQueries:
     """Mixed into Store (which provides `engine`)."""
 
@@ -53,8 +57,9 @@ class ServedQueries:
 
     def advance_served(self, advance) -> bool:
         """Store the next attempt state unless another click got there first."""
+        statement = advance_statement() if advance.clear_draft else _keeping_draft()
         with self.engine.begin() as conn:
-            return bool(conn.execute(advance_statement(), advance_values(advance)).rowcount)
+            return bool(conn.execute(statement, advance_values(advance)).rowcount)
 
     def set_draft(self, serve_id: str, blank_id: str, chip_id: str) -> dict | None:
         """Remember one select-menu pick; the whole draft, or None for a finished card."""

@@ -51,6 +51,7 @@ class Advance:
     attempts: int
     served: dict
     finished: bool
+    clear_draft: bool = True  # a new attempt starts with no picks; a hint keeps them
 
 
 @dataclass(frozen=True, slots=True)

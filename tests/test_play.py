@@ -91,10 +91,13 @@ def test_only_code_cards_open_the_code_editor(play, tutor):
         play.code_card(sid, 0, ann)
 
 
-def test_a_hint_is_stored_once(play, tutor, store):
+def test_a_hint_is_stored_and_keeps_the_picks_made_so_far(play, tutor, store):
     ann, sid = served_clear(play, tutor)
+    play.pick(sid, ann, "method", "zero_grad")
     assert play.hint(sid, 0, ann).served.hint_used
-    assert store.load_served(sid).served["hint_used"]
+    row = store.load_served(sid)
+    assert row.served["hint_used"] and row.draft == {"method": "zero_grad"}
+    assert play.submit(sid, 0, ann).correct  # the pick made before the hint still counts
 
 
 # -- settings ------------------------------------------------------------------------------

@@ -212,3 +212,14 @@ async def test_commands_work_in_a_dm_with_the_bot(simcord_env, store):
     final = await user.click(result.response, label="Submit")
     assert final.response.embeds[1].title == "Correct!"
     assert store.load_served(sid).finished and store.review(sid).guild_id is None
+
+
+async def test_a_hint_keeps_the_chips_picked_before_it(world, store):
+    _, channel, ann, _ = world
+    card = (await ann.slash(channel, "learn")).response
+    pick = next(c for c in custom_ids(card) if c.startswith("srs:pick:"))
+    await ann.select(card, ["zero_grad"], custom_id=pick)
+    hinted = await ann.click(card, label="Hint")
+    assert hinted.response.embeds[0].fields[0].name == "Hint"
+    done = await ann.click(hinted.response, label="Submit")
+    assert done.response.embeds[1].title == "Correct!"
