@@ -6,6 +6,8 @@ Metrics live in their own registry (tests and several bots in one process stay a
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -27,6 +29,28 @@ REMINDERS = Counter("tutor_reminders_total", "Reminders handled by the sweep", [
                     registry=REGISTRY)
 GATEWAY_LATENCY = Gauge("tutor_gateway_latency_seconds", "Discord gateway heartbeat latency",
                         registry=REGISTRY)
+LOOP_LAG = Histogram("tutor_event_loop_lag_seconds",
+                     "How late a 10 ms timer on the bot's event loop woke",
+                     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
+                     registry=REGISTRY)
+LOOP_LAG_MAX = Gauge("tutor_event_loop_lag_max_seconds",
+                     "The worst event-loop lag since the bot started", registry=REGISTRY)
+LAG_TICK_S = 0.01
+
+
+async def watch_loop_lag() -> None:
+    """Measure how late the event loop runs a short timer: work that blocks the loop (a
+    slow database call, say) delays every other learner's click by as much."""
+    loop = asyncio.get_running_loop()
+    worst = 0.0
+    while True:
+        start = loop.time()
+        await asyncio.sleep(LAG_TICK_S)
+        lag = max(0.0, loop.time() - start - LAG_TICK_S)
+        LOOP_LAG.observe(lag)
+        if lag > worst:
+            worst = lag
+            LOOP_LAG_MAX.set(worst)
 
 
 class JsonFormatter(logging.Formatter):
@@ -72,6 +96,7 @@ class HealthServer:
         self.checks, self.latency = checks, latency
         self.started = time.monotonic()
         self._runner: web.AppRunner | None = None
+        self._lag: asyncio.Task | None = None
 
     def app(self) -> web.Application:
         app = web.Application()
@@ -103,7 +128,12 @@ class HealthServer:
         self._runner = web.AppRunner(self.app())
         await self._runner.setup()
         await web.TCPSite(self._runner, host, port).start()
+        self._lag = asyncio.create_task(watch_loop_lag())
 
     async def stop(self) -> None:
+        if self._lag:
+            self._lag.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._lag
         if self._runner:
             await self._runner.cleanup()

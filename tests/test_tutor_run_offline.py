@@ -117,6 +117,7 @@ async def test_tutor_run_serves_review_and_explains_a_wrong_click(tmp_path):
         assert json.loads(health)["checks"] == {"gateway": True, "database": True}
         _, metrics = await get_when(f"http://127.0.0.1:{metrics_port}/metrics", 200)
         assert "tutor_gateway_latency_seconds" in metrics
+        assert "tutor_event_loop_lag_max_seconds" in metrics
     finally:
         rc = await bot.stop()
         await server.stop()

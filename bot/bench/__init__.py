@@ -6,10 +6,11 @@ runs each one small to keep them working. Tests never assert timings.
 
 from bot.bench.answers import bench_answers
 from bot.bench.checker import bench_checker
+from bot.bench.discord import bench_discord
 from bot.bench.leaderboard import bench_leaderboard
 from bot.bench.reminders import bench_reminders
 from bot.bench.sandbox import bench_sandbox
 
-BENCHMARKS = {"answers": bench_answers, "checker": bench_checker,
+BENCHMARKS = {"answers": bench_answers, "checker": bench_checker, "discord": bench_discord,
               "leaderboard": bench_leaderboard, "reminders": bench_reminders,
               "sandbox": bench_sandbox}

@@ -73,3 +73,16 @@ def test_bench_leaderboard_ranks_a_big_server():
     report = json.loads(result.stdout)
     assert report["review_logs"] == 1_000_000 and report["ranked_learners"] > 1000
     assert report["weekly_board_median_ms"] > 0
+
+
+def test_bench_discord_drives_learners_through_tutor_run():
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "bench", "discord", "--json", "-n", "3"],
+        capture_output=True, text=True, cwd=REPO, timeout=300,
+    )
+    report = json.loads(result.stdout)
+    run = report["sqlite"]
+    assert "error" not in run, run
+    assert report["learners"] == 3 and run["interactions"] == 3 * 2 * report["rounds"]
+    assert 0 < run["p50_ms"] <= run["p99_ms"] and run["answers_per_s"] > 0
+    assert run["loop_lag_max_ms"] >= 0

@@ -1,0 +1,584 @@
+"""Offline Discord: a real REST + gateway server on 127.0.0.1 for an unmodified discord.py 2.7.1.
+
+Unlike SimCord (which replaces discord.py's transport) this runs discord.py's own HTTP client,
+rate limiting and websocket code; the bot may live in another process. Point it here with
+`discord.http.Route.BASE = dc.api_base` and
+`discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(dc.gateway_url)`, then:
+
+    async with OfflineDiscord() as dc:          # start the bot, then
+        await dc.wait_ready(); await dc.wait_commands()
+        alice = dc.create_user("alice"); guild = dc.create_guild("G", members=[alice])
+        rec = await dc.slash(alice, "ping", guild_id=guild["id"])   # -> InteractionRecord
+        rec.callback_type, rec.content, rec.ephemeral, rec.components, rec.followups, rec.edits
+        await dc.click(alice, rec.message, "ping:click")
+
+Objects are Discord-shaped dicts with string snowflake ids. All REST calls land in `dc.requests`;
+unknown routes get 404 `{"message": "404: Not Found", "code": 0}` (so gaps show); `fail_next()`
+injects one error. Enforced like Discord: 3 s to ack (10062), one ack (40060), 2000 chars (50035).
+Note: discord.py fires on_ready `guild_ready_timeout` (2 s) after READY; interactions work before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import itertools
+import json
+import re
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+DISCORD_EPOCH_MS = 1420070400000
+ALL_PERMISSIONS = str((1 << 50) - 1)
+EPHEMERAL, LOADING = 64, 128  # message flags
+NOT_FOUND = {"message": "404: Not Found", "code": 0}
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+class _Err(Exception):
+    def __init__(self, status: int, message: str, code: int = 0):
+        super().__init__(message)
+        self.status, self.json = status, {"message": message, "code": code}
+
+
+@dataclass
+class Request:
+    method: str
+    path: str  # relative to api_base, e.g. "/channels/123/messages"
+    query: dict
+    json: Any  # body (multipart: payload_json plus "_files": [names])
+    status: int = 0
+
+
+@dataclass
+class InteractionRecord:
+    """One interaction sent to the bot and everything the bot did about it."""
+
+    server: OfflineDiscord = field(repr=False)
+    id: str
+    token: str
+    type: int  # 2 command, 3 component, 5 modal submit
+    payload: dict = field(repr=False)  # the INTERACTION_CREATE data
+    callback_type: int | None = None  # 4 message, 5 deferred, 6 deferred update, 7 update, 9 modal
+    data: dict = field(default_factory=dict)  # callback data as the bot sent it
+    followups: list[dict] = field(default_factory=list)  # followup messages (live dicts)
+    edits: list[dict] = field(default_factory=list)  # PATCH @original bodies
+    message_id: str | None = None  # the "@original" message
+    created: float = field(default_factory=time.monotonic, repr=False)
+
+    @property
+    def message(self) -> dict | None:
+        """Current state of the resulting message (after edits); pass it to click()."""
+        return self.server.messages.get(self.message_id) if self.message_id else None
+
+    content = property(lambda self: (self.message or self.data).get("content"))
+    embeds = property(lambda self: (self.message or self.data).get("embeds", []))
+    components = property(lambda self: (self.message or self.data).get("components", []))
+    flags = property(lambda self: (self.message or self.data).get("flags") or 0)
+    ephemeral = property(lambda self: bool(self.flags & EPHEMERAL))
+    modal = property(lambda self: self.data if self.callback_type == 9 else None)
+
+    async def wait_for(self, predicate: Callable[[InteractionRecord], Any], timeout=5.0):
+        return await self.server._wait(lambda: predicate(self), timeout, f"interaction {self.id}")
+
+    async def wait_followups(self, n=1, timeout=5.0) -> list[dict]:
+        await self.wait_for(lambda r: len(r.followups) >= n, timeout)
+        return self.followups
+
+    async def wait_edits(self, n=1, timeout=5.0) -> list[dict]:
+        await self.wait_for(lambda r: len(r.edits) >= n, timeout)
+        return self.edits
+
+
+class _Conn:
+    """One gateway websocket; a queue keeps frames in order (zlib-stream shares one compressor)."""
+
+    def __init__(self, ws: web.WebSocketResponse, zlib_stream: bool):
+        self.ws, self.queue = ws, asyncio.Queue()
+        self.zlib = zlib.compressobj() if zlib_stream else None
+
+    def send(self, payload: dict) -> None:
+        self.queue.put_nowait(payload)
+
+    async def pump(self) -> None:
+        while True:
+            raw = json.dumps(await self.queue.get())
+            if self.zlib:  # discord.py buffers binary frames up to the 00 00 ff ff sync flush
+                await self.ws.send_bytes(
+                    self.zlib.compress(raw.encode()) + self.zlib.flush(zlib.Z_SYNC_FLUSH))
+            else:
+                await self.ws.send_str(raw)
+
+
+class OfflineDiscord:
+    def __init__(self, *, bot_name="offline-bot", ack_deadline=3.0, heartbeat_ms=41250):
+        self.ack_deadline, self.heartbeat_ms = ack_deadline, heartbeat_ms
+        self._ids = itertools.count()
+        self.requests: list[Request] = []
+        self.users: dict[str, dict] = {}
+        self.guilds: dict[str, dict] = {}  # id -> {"guild":, "channels": [...], "members": [...]}
+        self.channels: dict[str, dict] = {}
+        self.messages: dict[str, dict] = {}
+        self.commands: dict[str | None, list[dict]] = {}  # None = global, else guild id
+        self.interactions: dict[str, InteractionRecord] = {}  # by token
+        self.identify: dict | None = None  # the bot's IDENTIFY payload (intents, shard...)
+        self._modals: dict[str, InteractionRecord] = {}  # modal custom_id -> interaction
+        self._faults: list[tuple] = []
+        self._conns: set[_Conn] = set()
+        self._session: _Conn | None = None  # the IDENTIFYed connection that gets dispatches
+        self._session_id, self._seq = None, 0
+        self._changed = asyncio.Event()
+        self.bot_user = self.create_user(bot_name, bot=True)
+        self.application_id = self.snowflake()
+        self._owner = self.create_user("app-owner")
+        table = [  # paths relative to /api/v10; {name} matches one segment
+            ("GET", "/users/@me", lambda req: self.bot_user),
+            ("GET", "/users/{uid}", lambda req, uid: self._get(self.users, uid, 10013)),
+            ("GET", "(?:/oauth2)?/applications/@me", self._app_info),
+            ("GET", "/gateway(?P<bot>/bot)?", self._gateway_info),
+            ("GET|PUT", "/applications/{app}(?:/guilds/{gid})?/commands", self._commands),
+            ("POST", "/users/@me/channels", self._create_dm),
+            ("GET", "/channels/{cid}", lambda req, cid: self._get(self.channels, cid, 10003)),
+            ("POST", "/channels/{cid}/messages", self._post_message),
+            ("GET|PATCH|DELETE", "/channels/{cid}/messages/{mid}", self._channel_message),
+            ("POST", "/interactions/{iid}/{token}/callback", self._callback),
+            ("POST", "/webhooks/{app}/{token}", self._followup),
+            ("GET|PATCH|DELETE", "/webhooks/{app}/{token}/messages/{mid}", self._webhook_message),
+        ]
+        self._routes = [(m.split("|"), re.compile(re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", p)), f)
+                        for m, p, f in table]
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> OfflineDiscord:
+        app = web.Application(client_max_size=32 * 1024 * 1024)
+        app.router.add_route("*", "/api/v10/{tail:.*}", self._rest)
+        app.router.add_get("/", self._gateway)
+        self._runner = web.AppRunner(app, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)  # port 0: a free port
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]
+        return self
+
+    async def stop(self) -> None:
+        for conn in list(self._conns):
+            await conn.ws.close(code=1001)
+        await self._runner.cleanup()
+
+    async def __aenter__(self) -> OfflineDiscord:
+        return await self.start()
+
+    async def __aexit__(self, *exc) -> None:
+        await self.stop()
+
+    api_base = property(lambda self: f"http://127.0.0.1:{self.port}/api/v10")
+    gateway_url = property(lambda self: f"ws://127.0.0.1:{self.port}/")
+    bot_user_id = property(lambda self: self.bot_user["id"])
+    connected = property(lambda self: len(self._conns))  # open gateway websockets
+
+    async def wait_ready(self, timeout=5.0) -> dict:
+        """Wait until a client IDENTIFYed and got READY; returns its IDENTIFY payload."""
+        await self._wait(lambda: self._session is not None, timeout, "READY")
+        return self.identify
+
+    async def wait_commands(self, timeout=5.0, guild_id: str | None = None) -> list[dict]:
+        """The commands the bot bulk-overwrote globally (or for `guild_id`), with their ids."""
+        await self._wait(lambda: guild_id in self.commands, timeout, "command sync")
+        return self.commands[guild_id]
+
+    def fail_next(self, method: str, path_glob: str, status: int, json: dict | None = None,
+                  headers: dict | None = None) -> None:
+        """Answer the next `method` request whose path matches `path_glob` with this error."""
+        if status == 429:  # discord.py treats a 429 without `Via` as a Cloudflare ban
+            json = json or {"message": "You are being rate limited.", "retry_after": 0.05,
+                            "global": False}
+            headers = {"Via": "1.1 google", **(headers or {})}
+        self._faults.append((method, path_glob, status, json or {"message": "error", "code": 0},
+                             headers or {}))
+
+    # ---- helpers -----------------------------------------------------------------------------
+
+    def snowflake(self) -> str:
+        return str(((int(time.time() * 1000) - DISCORD_EPOCH_MS) << 22) | next(self._ids) % 4096)
+
+    async def _wait(self, predicate: Callable[[], Any], timeout: float, what: str):
+        try:
+            async with asyncio.timeout(timeout):
+                while not (result := predicate()):
+                    self._changed.clear()
+                    await self._changed.wait()
+                return result
+        except TimeoutError:
+            failed = [f"{r.method} {r.path} {r.status}" for r in self.requests if r.status >= 400]
+            raise TimeoutError(f"timed out waiting for {what}; failed requests: {failed}") from None
+
+    @staticmethod
+    def _get(table: dict, key: str | None, code: int) -> dict:
+        if key not in table:
+            raise _Err(404, "Unknown object", code)
+        return table[key]
+
+    # ---- the world ---------------------------------------------------------------------------
+
+    def create_user(self, name: str, *, bot: bool = False) -> dict:
+        user = {"id": self.snowflake(), "username": name, "discriminator": "0", "global_name": name,
+                "avatar": None, "bot": bot, "flags": 0, "public_flags": 0}
+        self.users[user["id"]] = user
+        return user
+
+    def _member(self, user: dict) -> dict:
+        return {"user": user, "roles": [], "nick": None, "joined_at": _now(), "deaf": False,
+                "mute": False, "flags": 0, "pending": False, "permissions": ALL_PERMISSIONS}
+
+    def create_guild(self, name="Test Guild", members=(), channel_name="general") -> dict:
+        """A guild with one text channel; the bot gets GUILD_CREATE now (or after READY)."""
+        gid = self.snowflake()
+        everyone = {"id": gid, "name": "@everyone", "permissions": ALL_PERMISSIONS, "position": 0,
+                    "color": 0, "hoist": False, "managed": False, "mentionable": False, "flags": 0}
+        guild = {"id": gid, "name": name, "icon": None, "owner_id": self._owner["id"],
+                 "roles": [everyone], "emojis": [], "stickers": [], "features": [], "threads": [],
+                 "member_count": 1 + len(members), "large": False, "stage_instances": [],
+                 "guild_scheduled_events": [], "soundboard_sounds": [], "voice_states": [],
+                 "presences": [], "preferred_locale": "en-US", "joined_at": _now()}
+        self.guilds[gid] = {"guild": guild, "channels": [],
+                            "members": [self._member(u) for u in (self.bot_user, *members)]}
+        if channel_name:
+            self.create_channel(gid, channel_name, _announce=False)
+        if self._session:
+            self._dispatch("GUILD_CREATE", self._guild_payload(gid))
+        return guild
+
+    def create_channel(self, guild_id: str, name="general", *, _announce=True) -> dict:
+        ch = {"id": self.snowflake(), "type": 0, "guild_id": guild_id, "name": name,
+              "position": len(self.guilds[guild_id]["channels"]), "permission_overwrites": [],
+              "nsfw": False, "topic": None, "last_message_id": None, "parent_id": None}
+        self.guilds[guild_id]["channels"].append(ch)
+        self.channels[ch["id"]] = ch
+        if _announce and self._session:
+            self._dispatch("CHANNEL_CREATE", ch)
+        return ch
+
+    def _guild_payload(self, gid: str) -> dict:
+        g = self.guilds[gid]
+        return {**g["guild"], "channels": g["channels"], "members": g["members"]}
+
+    def dm_channel(self, user: dict) -> dict:
+        """The bot's DM channel with `user`, made on first use (like POST /users/@me/channels)."""
+        for ch in self.channels.values():
+            if ch["type"] == 1 and ch["recipients"][0]["id"] == user["id"]:
+                return ch
+        ch = {"id": self.snowflake(), "type": 1, "recipients": [user], "last_message_id": None}
+        self.channels[ch["id"]] = ch
+        return ch
+
+    def channel_messages(self, channel_id: str) -> list[dict]:
+        return [m for m in self.messages.values() if m["channel_id"] == channel_id]
+
+    @staticmethod
+    def _check_message(data: dict) -> None:
+        if len(data.get("content") or "") > 2000 or len(data.get("embeds") or []) > 10:
+            raise _Err(400, "Invalid Form Body (content > 2000 chars or > 10 embeds)", 50035)
+
+    def _new_message(self, channel_id: str, data: dict, rec=None, mtype=0) -> dict:
+        self._check_message(data)
+        msg = {"id": self.snowflake(), "channel_id": channel_id, "author": self.bot_user,
+               "content": data.get("content") or "", "embeds": data.get("embeds") or [],
+               "components": data.get("components") or [], "attachments": [], "mentions": [],
+               "mention_roles": [], "pinned": False, "mention_everyone": False, "tts": False,
+               "timestamp": _now(), "edited_timestamp": None, "flags": data.get("flags") or 0,
+               "type": mtype}
+        if guild_id := self.channels.get(channel_id, {}).get("guild_id"):
+            msg["guild_id"] = guild_id
+        if rec is not None:  # sent through an interaction (webhook) rather than the channel
+            user = rec.payload["member"]["user"] if "member" in rec.payload else rec.payload["user"]
+            msg.update(webhook_id=self.application_id, application_id=self.application_id,
+                       interaction_metadata={"id": rec.id, "type": rec.type, "user": user})
+        self.messages[msg["id"]] = msg
+        return msg
+
+    def _edit_message(self, msg: dict, data: dict) -> dict:
+        self._check_message(data)
+        for key in ("content", "embeds", "components", "attachments", "poll"):
+            if key in data:
+                msg[key] = data[key] if data[key] is not None else ("" if key == "content" else [])
+        flags = data.get("flags", msg["flags"]) or 0
+        msg["flags"] = (flags | (msg["flags"] & EPHEMERAL)) & ~LOADING  # ephemeral is sticky
+        msg["edited_timestamp"] = _now()
+        return msg
+
+    # ---- gateway -----------------------------------------------------------------------------
+
+    def _dispatch(self, event: str, data: dict) -> None:
+        if self._session is None:
+            raise RuntimeError(f"no bot on the gateway to receive {event}")
+        self._seq += 1
+        self._session.send({"op": 0, "t": event, "s": self._seq, "d": data})
+
+    async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(max_msg_size=0)
+        await ws.prepare(request)
+        # discord.py 2.7 always connects with ?encoding=json&v=10&compress=zlib-stream
+        # (zstd-stream if `zstandard` is installed; we then answer in plain text, which it accepts).
+        conn = _Conn(ws, request.query.get("compress") == "zlib-stream")
+        self._conns.add(conn)
+        pump = asyncio.create_task(conn.pump())
+        conn.send({"op": 10, "d": {"heartbeat_interval": self.heartbeat_ms}})  # HELLO
+        try:
+            async for msg in ws:
+                if msg.type == WSMsgType.TEXT:
+                    self._on_op(conn, json.loads(msg.data))
+        finally:
+            pump.cancel()
+            self._conns.discard(conn)
+            if self._session is conn:
+                self._session = None
+            self._changed.set()
+        return ws
+
+    def _on_op(self, conn: _Conn, msg: dict) -> None:
+        op, d = msg["op"], msg.get("d")
+        if op == 1:  # HEARTBEAT -> HEARTBEAT_ACK
+            conn.send({"op": 11})
+        elif op == 2:  # IDENTIFY -> READY (needs session_id, resume_gateway_url), then guilds
+            self.identify, self._session, self._seq = d, conn, 0
+            self._session_id = self.snowflake()
+            self._dispatch("READY", {
+                "v": 10, "user": {**self.bot_user, "verified": True, "mfa_enabled": False},
+                "guilds": [{"id": gid, "unavailable": True} for gid in self.guilds],
+                "session_id": self._session_id, "resume_gateway_url": self.gateway_url,
+                "application": {"id": self.application_id, "flags": 0},
+                "private_channels": [], "relationships": [], "shard": d.get("shard", [0, 1])})
+            for gid in self.guilds:
+                self._dispatch("GUILD_CREATE", {**self._guild_payload(gid), "unavailable": False})
+        elif op == 6:  # RESUME: nothing is replayed
+            if d.get("session_id") == self._session_id:
+                self._session = conn
+                self._dispatch("RESUMED", {})
+            else:
+                conn.send({"op": 9, "d": False})  # INVALID_SESSION
+        elif op == 8:  # REQUEST_GUILD_MEMBERS (bots with the members intent chunk guilds)
+            self._dispatch("GUILD_MEMBERS_CHUNK", {
+                "guild_id": d["guild_id"], "chunk_index": 0, "chunk_count": 1, "not_found": [],
+                "members": self.guilds.get(d["guild_id"], {}).get("members", []),
+                "nonce": d.get("nonce")})
+        self._changed.set()
+
+    # ---- REST --------------------------------------------------------------------------------
+
+    async def _rest(self, request: web.Request) -> web.Response:
+        path = "/" + request.match_info["tail"]
+        if request.content_type.startswith("multipart/"):  # files: payload_json + file parts
+            form = await request.post()
+            body = json.loads(form.get("payload_json", "{}"))
+            body["_files"] = [getattr(f, "filename", k) for k, f in form.items()
+                              if k != "payload_json"]
+        else:
+            body = json.loads(await request.read() or "null")
+        req = Request(request.method, path, dict(request.query), body)
+        self.requests.append(req)
+        status, payload, headers = 404, NOT_FOUND, {}
+        fault = next((f for f in self._faults
+                      if f[0] == req.method and fnmatch.fnmatchcase(path, f[1])), None)
+        if fault:
+            self._faults.remove(fault)
+            status, payload, headers = fault[2:]
+        else:
+            for methods, pattern, handler in self._routes:
+                if req.method in methods and (m := pattern.fullmatch(path)):
+                    try:
+                        status, payload = 200, handler(req, **m.groupdict())
+                    except _Err as e:
+                        status, payload = e.status, e.json
+                    break
+        req.status = status = 204 if payload is None else status
+        self._changed.set()
+        # discord.py parses JSON only if Content-Type is exactly "application/json" (no charset)
+        return web.Response(status=status, headers=headers, content_type="application/json",
+                            body=None if status == 204 else json.dumps(payload).encode())
+
+    def _app_info(self, req: Request) -> dict:
+        return {"id": self.application_id, "name": self.bot_user["username"], "description": "",
+                "icon": None, "bot_public": True, "bot_require_code_grant": False, "flags": 0,
+                "owner": self._owner, "verify_key": "0" * 64, "team": None, "bot": self.bot_user}
+
+    def _gateway_info(self, req: Request, bot: str | None) -> dict:
+        # AutoShardedClient connects to this url (it ignores DEFAULT_GATEWAY)
+        if not bot:
+            return {"url": self.gateway_url.rstrip("/")}
+        return {"url": self.gateway_url.rstrip("/"), "shards": 1, "session_start_limit": {
+            "total": 1000, "remaining": 1000, "reset_after": 0, "max_concurrency": 1}}
+
+    def _commands(self, req: Request, app: str, gid: str | None) -> list[dict]:
+        if req.method == "PUT":  # bulk overwrite: echo back with ids (stable per name)
+            old = {c["name"]: c["id"] for c in self.commands.get(gid, [])}
+            self.commands[gid] = [
+                {"type": 1, "options": [], "nsfw": False, "default_member_permissions": None,
+                 **cmd, "id": old.get(cmd["name"]) or self.snowflake(), "version": self.snowflake(),
+                 "application_id": self.application_id, **({"guild_id": gid} if gid else {})}
+                for cmd in req.json]
+        return self.commands.get(gid, [])
+
+    def _create_dm(self, req: Request) -> dict:
+        return self.dm_channel(self._get(self.users, str(req.json["recipient_id"]), 10013))
+
+    def _post_message(self, req: Request, cid: str) -> dict:
+        self._get(self.channels, cid, 10003)
+        return self._new_message(cid, req.json)
+
+    def _message_op(self, req: Request, msg: dict) -> dict | None:
+        if req.method == "DELETE":
+            del self.messages[msg["id"]]
+            return None
+        return self._edit_message(msg, req.json) if req.method == "PATCH" else msg
+
+    def _channel_message(self, req: Request, cid: str, mid: str) -> dict | None:
+        return self._message_op(req, self._get(self.messages, mid, 10008))
+
+    def _webhook_message(self, req: Request, app: str, token: str, mid: str) -> dict | None:
+        rec = self._get(self.interactions, token, 10015)
+        msg = self._get(self.messages, rec.message_id if mid == "@original" else mid, 10008)
+        if mid == "@original" and req.method == "PATCH":
+            rec.edits.append(req.json)
+        return self._message_op(req, msg)
+
+    def _callback(self, req: Request, iid: str, token: str) -> dict:
+        rec = self.interactions.get(token)
+        if rec is None or rec.id != iid or time.monotonic() - rec.created > self.ack_deadline:
+            raise _Err(404, "Unknown interaction", 10062)
+        if rec.callback_type is not None:
+            raise _Err(400, "Interaction has already been acknowledged.", 40060)
+        ctype, data = req.json["type"], req.json.get("data") or {}
+        channel_id, msg, mtype = rec.payload["channel"]["id"], None, 20 if rec.type == 2 else 0
+        if ctype == 4:  # a new message
+            msg = self._new_message(channel_id, data, rec, mtype)
+        elif ctype == 5:  # "thinking...": a loading placeholder that @original edits fill
+            msg = self._new_message(channel_id, {"flags": (data.get("flags") or 0) | LOADING},
+                                    rec, mtype)
+        elif ctype in (6, 7) and "message" in rec.payload:  # about the component's own message
+            rec.message_id = rec.payload["message"]["id"]
+            if ctype == 7:
+                msg = self._edit_message(self._get(self.messages, rec.message_id, 10008), data)
+        elif ctype == 9:
+            self._modals[data["custom_id"]] = rec
+        if ctype in (4, 5):
+            rec.message_id = msg["id"]
+        rec.callback_type, rec.data = ctype, data
+        # discord.py 2.7 sends ?with_response=1 and builds InteractionCallbackResponse from this;
+        # it stores the message's view under `response_message_id`.
+        out = {"interaction": {"id": iid, "type": rec.type, "response_message_id": rec.message_id,
+                               "response_message_loading": ctype == 5,
+                               "response_message_ephemeral": bool(msg and msg["flags"] & 64)}}
+        return out | ({"resource": {"type": ctype, "message": msg}} if msg else {})
+
+    def _followup(self, req: Request, app: str, token: str) -> dict:
+        rec = self._get(self.interactions, token, 10015)
+        if rec.callback_type is None:
+            raise _Err(404, "Unknown Webhook", 10015)
+        original = rec.message
+        if rec.callback_type == 5 and original and original["flags"] & LOADING:
+            msg = self._edit_message(original, req.json)  # Discord: 1st followup fills the defer
+        else:
+            msg = self._new_message(rec.payload["channel"]["id"], req.json, rec)
+        rec.followups.append(msg)
+        return msg
+
+    # ---- driving the bot: interactions -------------------------------------------------------
+
+    async def _interact(self, user: dict, itype: int, data: dict, guild_id=None, channel_id=None,
+                        message: dict | None = None, timeout=5.0) -> InteractionRecord:
+        """Dispatch INTERACTION_CREATE and wait until the bot called back."""
+        guild_id = guild_id or (channel_id and self.channels[channel_id].get("guild_id"))
+        if guild_id:
+            channel = self.channels[channel_id or self.guilds[guild_id]["channels"][0]["id"]]
+            ctx = {"guild_id": guild_id, "guild_locale": "en-US", "context": 0,
+                   "member": self._member(user), "authorizing_integration_owners": {"0": guild_id},
+                   "guild": {"id": guild_id, "locale": "en-US", "features": []}}
+        else:
+            channel = self.channels[channel_id] if channel_id else self.dm_channel(user)
+            ctx = {"user": user, "context": 1, "authorizing_integration_owners": {"1": user["id"]}}
+        token = f"itoken-{self.snowflake()}"
+        payload = {"id": self.snowflake(), "application_id": self.application_id, "type": itype,
+                   "data": data, "channel_id": channel["id"], "channel": channel, "token": token,
+                   "version": 1, "app_permissions": ALL_PERMISSIONS, "locale": "en-US",
+                   "entitlements": [], "attachment_size_limit": 10 * 1024 * 1024, **ctx}
+        if message is not None:
+            payload["message"] = message
+        rec = InteractionRecord(self, payload["id"], token, itype, payload)
+        self.interactions[token] = rec
+        self._dispatch("INTERACTION_CREATE", payload)
+        await rec.wait_for(lambda r: r.callback_type is not None, timeout)
+        return rec
+
+    async def slash(self, user: dict, name: str, options: dict | None = None, guild_id=None,
+                    channel_id=None, subcommand: str | None = None,
+                    timeout=5.0) -> InteractionRecord:
+        """Run `/name [group] [subcommand]` with `options` {name: value}; a user/channel option
+        takes the object dict. Without guild_id/channel_id it runs in the user's DM."""
+        guild_id = guild_id or (channel_id and self.channels[channel_id].get("guild_id"))
+        scopes = [guild_id, None] if guild_id else [None]
+        cmd = next((c for s in scopes for c in self.commands.get(s, []) if c["name"] == name), None)
+        if cmd is None:
+            raise LookupError(f"/{name} was never synced (have: {self.commands})")
+        data = {"id": cmd["id"], "name": name, "type": cmd["type"]}
+        if "guild_id" in cmd:  # discord.py looks guild commands up by data.guild_id
+            data["guild_id"] = cmd["guild_id"]
+        spec, leaf = cmd, data
+        for part in (subcommand or "").split():  # "group sub" -> nested type-2/type-1 options
+            spec = next(o for o in spec["options"] if o["name"] == part)
+            leaf["options"] = [node := {"name": part, "type": spec["type"]}]
+            leaf = node
+        resolved: dict = {}
+        leaf["options"] = []
+        for key, value in (options or {}).items():
+            ospec = next((o for o in spec.get("options", []) if o["name"] == key), None)
+            if ospec is None:
+                raise KeyError(f"/{name} has no option {key!r}")
+            if isinstance(value, dict):  # a user (6, 9) or channel (7) object
+                kind = "channels" if ospec["type"] == 7 else "users"
+                resolved.setdefault(kind, {})[value["id"]] = value
+                if kind == "users" and guild_id:
+                    member = {k: v for k, v in self._member(value).items() if k != "user"}
+                    resolved.setdefault("members", {})[value["id"]] = member
+                value = value["id"]
+            leaf["options"].append({"name": key, "type": ospec["type"], "value": value})
+        if resolved:
+            data["resolved"] = resolved
+        return await self._interact(user, 2, data, guild_id, channel_id, timeout=timeout)
+
+    async def _component(self, user, message, data, timeout) -> InteractionRecord:
+        message = message.message if isinstance(message, InteractionRecord) else message
+        return await self._interact(user, 3, data, message.get("guild_id"), message["channel_id"],
+                                    message=message, timeout=timeout)
+
+    async def click(self, user: dict, message: dict | InteractionRecord, custom_id: str,
+                    timeout=5.0) -> InteractionRecord:
+        data = {"custom_id": custom_id, "component_type": 2}
+        return await self._component(user, message, data, timeout)
+
+    async def select(self, user: dict, message: dict | InteractionRecord, custom_id: str,
+                     values: list[str], timeout=5.0) -> InteractionRecord:
+        data = {"custom_id": custom_id, "component_type": 3, "values": values}
+        return await self._component(user, message, data, timeout)
+
+    async def submit_modal(self, user: dict, custom_id: str, fields: dict[str, str | list],
+                           timeout=5.0) -> InteractionRecord:
+        """Submit a modal where the bot showed it; list values answer selects, str text inputs."""
+        opener = self._modals.get(custom_id)
+        where = opener.payload if opener else {}
+        rows = [{"type": 1, "components": [
+            {"type": 3, "custom_id": k, "values": v} if isinstance(v, list)
+            else {"type": 4, "custom_id": k, "value": v}]} for k, v in fields.items()]
+        return await self._interact(user, 5, {"custom_id": custom_id, "components": rows},
+                                    where.get("guild_id"), where.get("channel_id"),
+                                    message=where.get("message"), timeout=timeout)
+
