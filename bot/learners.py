@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from bot.tutor import Tutor, TutorError
 from scheduler import reminders as schedule
 from scheduler.models import Learner
+from scheduler.reminders import ReminderSweep, Sender, SweepReport
 from scheduler.studyday import resolve_zone
 
 # Setting: (lowest, highest). discord.py does not enforce a command's ranges when an
@@ -68,6 +69,10 @@ class Learners:
         """(reviews, right on the first try, cards seen)."""
         reviewed, first_try = self.store.learner_totals(learner.id)
         return reviewed, first_try, len(self.store.states(learner.id))
+
+    async def send_due_reminders(self, sender: Sender) -> SweepReport:
+        """One sweep: claim every learner whose reminder is due and hand each to `sender`."""
+        return await ReminderSweep(self.store, sender, clock=self.tutor.clock).run()
 
     def snooze_reminders(self, learner: Learner) -> datetime:
         until = self.tutor.clock() + SNOOZE

@@ -178,6 +178,10 @@ class Tutor:
     def learner(self, external_id: str, display_name: str = "") -> Learner:
         return self.store.learner(external_id, display_name=display_name, now=self.clock())
 
+    def database_ok(self) -> bool:
+        """Whether the store answers (for health checks)."""
+        return self.store.ping()
+
     def today(self, learner: Learner) -> date:
         return study_day(self.clock(), learner.timezone, learner.rollover_hour)
 

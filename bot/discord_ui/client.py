@@ -54,11 +54,11 @@ class TutorClient:
         self.flow = CardFlow(tutor)
         self.community = Community(self.flow)
         self.dev_guild_id = dev_guild_id
-        self.reminders = ReminderService(self, tutor.store, tutor.clock) if reminders else None
+        self.reminders = ReminderService(self, self.flow.learners) if reminders else None
         self.metrics_address = metrics
         self.health = HealthServer(
             {"gateway": lambda: self.is_ready() and not self.is_closed(),
-             "database": tutor.store.ping}, latency=lambda: self.latency)
+             "database": tutor.database_ok}, latency=lambda: self.latency)
         self.tree = app_commands.CommandTree(self)
         # Every feature's commands and persistent components, registered here and only here.
         for command in [*cards.commands(self.flow), *me.commands(self.flow, self.community),

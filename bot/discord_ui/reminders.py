@@ -10,8 +10,9 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.discord_ui.components import handled
 from bot.discord_ui.replies import CLOSED_DMS, retrying
+from bot.learners import Learners
 from bot.observability import record_reminders
-from scheduler.reminders import DMClosed, Reminder, ReminderSweep
+from scheduler.reminders import DMClosed, Reminder
 
 log = logging.getLogger(__name__)
 SWEEP_EVERY_S = 60
@@ -79,8 +80,8 @@ class DiscordReminderSender:
 class ReminderService:
     """The one sweep job, every minute, in the bot's loop (max one at a time)."""
 
-    def __init__(self, client: discord.Client, store, clock):
-        self.client, self.store, self.clock = client, store, clock
+    def __init__(self, client: discord.Client, learners: Learners):
+        self.client, self.learners = client, learners
         self.scheduler = AsyncIOScheduler()
 
     def start(self) -> None:
@@ -95,8 +96,7 @@ class ReminderService:
 
     async def sweep(self) -> None:
         try:
-            report = await ReminderSweep(self.store, DiscordReminderSender(self.client),
-                                         clock=self.clock).run()
+            report = await self.learners.send_due_reminders(DiscordReminderSender(self.client))
         except Exception:  # noqa: BLE001 - the next minute tries again
             log.exception("reminder sweep failed")
             return
