@@ -96,7 +96,11 @@ class Play:
     def answer(self, serve_id: str, attempt: int, learner: Learner,
                response: Response) -> Verdict:
         """Judge one attempt and store it (with its review, when it finishes the card)."""
-        playing = self.at(serve_id, attempt, learner)
+        return self.judge(self.at(serve_id, attempt, learner), response)
+
+    def judge(self, playing: InPlay, response: Response) -> Verdict:
+        """Judge an attempt on a card already loaded for this click; the store's
+        compare-and-set on its attempt still refuses it if another click got there first."""
         return self.tutor.answer(playing.served, response, stored=True)
 
     def submit(self, serve_id: str, attempt: int, learner: Learner) -> Verdict:
@@ -107,7 +111,7 @@ class Play:
         if missing:
             raise InvalidAnswer("Pick an option for blank "
                                 + ", ".join(f"[{i}]" for i in missing) + " first.")
-        return self.answer(serve_id, attempt, learner, dict(playing.draft))
+        return self.judge(playing, dict(playing.draft))
 
     def pick(self, serve_id: str, learner: Learner, blank_id: str, chip_id: str) -> None:
         """Remember one select-menu pick; only a blank and a chip the card has."""

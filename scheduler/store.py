@@ -296,15 +296,12 @@ class Store(ReminderQueries, ServedQueries):
             try:
                 if advance is not None and not self._advance_served(
                         cursor, advance_values(advance)):
-                    conn.rollback()
-                    raise ServedMoved(advance.serve_id)
+                    raise ServedMoved(advance.serve_id)  # rolled back below
                 self._insert_log(cursor, _log_values(r))
                 written = self._write_state(cursor, r)
                 if written and r.changes_schedule:
                     self._count_review(cursor, {"k_learner": r.learner_id, "day": r.study_day,
                                                 "yesterday": r.study_day - timedelta(days=1)})
-            except ServedMoved:
-                raise
             except self._integrity_error:
                 # Plain INSERTs (ON CONFLICT cannot be cached by SQLAlchemy): a conflict is a
                 # repeated answer id, or a racing first review of the same card.

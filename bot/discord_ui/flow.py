@@ -169,15 +169,14 @@ class CardFlow:
     async def on_code_modal(self, interaction, serve_id: str, attempt: int, code: str) -> None:
         learner = self.learner(interaction.user)
         try:
-            self.play.code_card(serve_id, attempt, learner)
+            playing = self.play.code_card(serve_id, attempt, learner)
         except TutorError as exc:
             await self._refused(interaction, serve_id, learner, exc)
             return
         # The sandbox can take longer than Discord's 3-second window: acknowledge first.
         await interaction.response.defer(ephemeral=True, thinking=True)
         try:
-            verdict = await asyncio.to_thread(self.play.answer, serve_id, attempt, learner,
-                                              code)
+            verdict = await asyncio.to_thread(self.play.judge, playing, code)
         except TutorError as exc:  # no sandbox, busy, empty code, stale, already counted
             await interaction.followup.send(str(exc), ephemeral=True)
             return
@@ -197,10 +196,8 @@ class CardFlow:
             await message.reply("You have no code card open. Use **/learn** or **/practice** "
                                 "to get one, then send your loop here.", mention_author=False)
             return True
-        served = playing.served
         try:
-            verdict = await asyncio.to_thread(self.play.answer, served.serve_id,
-                                              served.attempts, learner, match["code"])
+            verdict = await asyncio.to_thread(self.play.judge, playing, match["code"])
         except TutorError as exc:
             await message.reply(str(exc), mention_author=False)
             return True
