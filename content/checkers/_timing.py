@@ -104,13 +104,12 @@ def _mistimed(trace: Trace, scn: Scenario, ups: list[Update]) -> list[Finding]:
     findings = [window] if window else []
     if not steps:  # nothing was applied: how .grad was cleared does not matter
         return findings
-    findings += _clearing(trace, scn, window)
+    findings += _clearing(trace, scn, ups, window)
     if findings:
         return findings
-    if any(c.epoch < u.step.epoch for u in ups for c in u.new):
-        epoch = min(c.epoch for u in ups for c in u.new if c.epoch < u.step.epoch)
-        if scn.partial:
-            return [_leftover(scn, epoch)]
+    leaked = [c.epoch for u in ups for c in u.new if c.epoch < u.step.epoch]
+    if leaked and scn.partial:
+        return [_leftover(scn, min(leaked))]
     for epoch in range(2, trace.passes + 1):
         other = classify(by_epoch.get(epoch, []), scn)
         if other:
@@ -136,12 +135,14 @@ def _update_text(u: Update) -> str:
     return f"{where} (each scaled by {scale}, lr {u.step.lrs[0]:g})"
 
 
-def _clearing(trace: Trace, scn: Scenario, window: Finding | None) -> list[Finding]:
+def _clearing(trace: Trace, scn: Scenario, ups: list[Update],
+              window: Finding | None) -> list[Finding]:
     """Gradients cleared too early (thrown away), too late (applied twice), or right
     before a step (which then applies nothing)."""
     a = scn.accumulation_steps
     contrib = trace.contribs
-    applied: set[int] = set()
+    update_of = {id(u.step): u for u in ups}
+    applied: set[int] = set()  # contributions an update applied so far
     reuse = drop = None
     seen_after_drop = 0  # micro-batches the first update after a dropping clear applied
     empty_step = clears_in_epoch = False
@@ -156,16 +157,15 @@ def _clearing(trace: Trace, scn: Scenario, window: Finding | None) -> list[Findi
             if drop is None and any(contrib[c].epoch == ev.epoch for c in lost):
                 drop = lost
         elif isinstance(ev, Step):
-            ids = [c for c, _ in ev.applied]
-            new = [c for c in ids if c not in applied]
-            empty_step |= since_step and not new
+            u = update_of[id(ev)]
+            empty_step |= since_step and not u.new
             if drop is not None and not seen_after_drop:
-                seen_after_drop = len(new)
-            if ids and not since_step and not new:
+                seen_after_drop = len(u.new)
+            if u.again and not since_step and not u.new:
                 twice = twice or ev
-            elif reuse is None and len(new) < len(ids):
-                reuse = (ev, [c for c in ids if c in applied])
-            applied.update(ids)
+            elif reuse is None and u.again:
+                reuse = (ev, u.again)
+            applied.update(u.coefs)
             since_step = False
     findings: list[Finding] = []
     if twice is not None:
@@ -187,7 +187,7 @@ def _clearing(trace: Trace, scn: Scenario, window: Finding | None) -> list[Findi
         findings.append(("missing_zero_grad",
                          f"the gradients were not cleared after optimizer.step(): the update "
                          f"after batch {ev.pos} (epoch {ev.epoch}) applied "
-                         f"{span([contrib[c].batch + 1 for c in again])} again, "
+                         f"{span([c.batch + 1 for c in again])} again, "
                          f"already used by an earlier update"))
     return findings
 
