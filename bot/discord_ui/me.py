@@ -11,6 +11,7 @@ from bot.discord_ui.components import handled
 from bot.discord_ui.flow import CardFlow
 from bot.discord_ui.options import learner_command, timezone_names
 from bot.discord_ui.replies import dm, reply
+from bot.learners import RANGES
 from bot.tutor import TutorError
 from scheduler import reminders as schedule
 
@@ -33,6 +34,19 @@ class ForgetButton(discord.ui.DynamicItem[discord.ui.Button],
         await handled(interaction, interaction.client.flow.on_forget(
             interaction, self.user_id, self.choice == "yes"))
 
+
+
+def _range(setting: str):
+    """The option's range as Discord's client offers it: the engine's own (bot.learners),
+    which it checks again, since a forged interaction can send anything."""
+    low, high = RANGES[setting]
+    return app_commands.Range[int, low, high]
+
+
+Hour = _range("reminder_hour")
+NewPerDay = _range("new_per_day")
+AtLeast = _range("reminder_min_due")
+DailyMinimum = _range("daily_minimum")
 
 
 def commands(flow: CardFlow, community: Community) -> list[app_commands.Command]:
@@ -73,14 +87,14 @@ def commands(flow: CardFlow, community: Community) -> list[app_commands.Command]
     async def settings(
         interaction: discord.Interaction,
         timezone: str | None = None,
-        reminder_hour: app_commands.Range[int, 0, 23] | None = None,
+        reminder_hour: Hour | None = None,
         reminders: bool | None = None,
         leaderboard: bool | None = None,
-        new_per_day: app_commands.Range[int, 1, 50] | None = None,
-        quiet_start: app_commands.Range[int, 0, 23] | None = None,
-        quiet_end: app_commands.Range[int, 0, 23] | None = None,
-        remind_when_due: app_commands.Range[int, 1, 100] | None = None,
-        daily_minimum: app_commands.Range[int, 1, 100] | None = None,
+        new_per_day: NewPerDay | None = None,
+        quiet_start: Hour | None = None,
+        quiet_end: Hour | None = None,
+        remind_when_due: AtLeast | None = None,
+        daily_minimum: DailyMinimum | None = None,
     ) -> None:
         learner = flow.learner(interaction.user)
         changes = {k: v for k, v in {
