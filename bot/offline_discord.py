@@ -495,8 +495,10 @@ class OfflineDiscord:
     # ---- driving the bot: interactions -------------------------------------------------------
 
     async def _interact(self, user: dict, itype: int, data: dict, guild_id=None, channel_id=None,
-                        message: dict | None = None, timeout=5.0) -> InteractionRecord:
-        """Dispatch INTERACTION_CREATE and wait until the bot called back."""
+                        message: dict | None = None, timeout=5.0,
+                        wait=True) -> InteractionRecord:
+        """Dispatch INTERACTION_CREATE and (unless `wait` is false) wait until the bot
+        called back."""
         guild_id = guild_id or (channel_id and self.channels[channel_id].get("guild_id"))
         if guild_id:
             channel = self.channels[channel_id or self.guilds[guild_id]["channels"][0]["id"]]
@@ -516,7 +518,8 @@ class OfflineDiscord:
         rec = InteractionRecord(self, payload["id"], token, itype, payload)
         self.interactions[token] = rec
         self._dispatch("INTERACTION_CREATE", payload)
-        await rec.wait_for(lambda r: r.callback_type is not None, timeout)
+        if wait:
+            await rec.wait_for(lambda r: r.callback_type is not None, timeout)
         return rec
 
     async def slash(self, user: dict, name: str, options: dict | None = None, guild_id=None,
@@ -555,15 +558,15 @@ class OfflineDiscord:
             data["resolved"] = resolved
         return await self._interact(user, 2, data, guild_id, channel_id, timeout=timeout)
 
-    async def _component(self, user, message, data, timeout) -> InteractionRecord:
+    async def _component(self, user, message, data, timeout, wait=True) -> InteractionRecord:
         message = message.message if isinstance(message, InteractionRecord) else message
         return await self._interact(user, 3, data, message.get("guild_id"), message["channel_id"],
-                                    message=message, timeout=timeout)
+                                    message=message, timeout=timeout, wait=wait)
 
     async def click(self, user: dict, message: dict | InteractionRecord, custom_id: str,
-                    timeout=5.0) -> InteractionRecord:
+                    timeout=5.0, wait=True) -> InteractionRecord:
         data = {"custom_id": custom_id, "component_type": 2}
-        return await self._component(user, message, data, timeout)
+        return await self._component(user, message, data, timeout, wait)
 
     async def select(self, user: dict, message: dict | InteractionRecord, custom_id: str,
                      values: list[str], timeout=5.0) -> InteractionRecord:

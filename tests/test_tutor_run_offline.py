@@ -125,3 +125,49 @@ async def test_tutor_run_serves_review_and_explains_a_wrong_click(tmp_path):
     assert rc == 0, log
     assert "synced 9 global commands: review, learn, practice" in log, log
     assert "Traceback" not in log
+
+
+async def wait_for_log(bot: BotProcess, text: str, timeout: float = 30.0) -> str:
+    """The bot's log once it contains `text` (a condition, bounded only for a hung bot)."""
+    async with asyncio.timeout(timeout):
+        while text not in (log := bot.log.read_text()):
+            await asyncio.sleep(0.05)
+    return log
+
+
+@pytest.mark.timeout(90)
+async def test_a_long_rate_limit_on_the_acknowledgement_is_not_waited_out(tmp_path):
+    # Discord answers the click's callback with a 429 asking for 4 s: past its own 3 s
+    # window, so waiting it out (discord.py's default) answers a dead interaction. The bot
+    # gives up inside the window; the answer it stored is shown on the next click.
+    server = await OfflineDiscord().start()
+    alice = server.create_user("alice")
+    guild = server.create_guild("Study Hall", members=[alice])
+    db_url = sqlite_url(tmp_path / "tutor.db")
+    bot = await launch_tutor(server, tmp_path, db_url, free_port())
+    try:
+        await server.wait_ready(timeout=20)
+        await server.wait_commands(timeout=10)
+        card = await server.slash(alice, "practice", {"topic": "concept"},
+                                  guild_id=guild["id"])
+        buttons = {b["label"]: b["custom_id"] for row in card.components
+                   for b in row["components"] if b["custom_id"].startswith("srs:opt:")}
+        server.fail_next("POST", "/interactions/*/callback", 429,
+                         {"message": "You are being rate limited.", "retry_after": 4.0,
+                          "global": False})
+        missed = await server.click(alice, card.message, buttons["A"], wait=False)
+        await wait_for_log(bot, "no acknowledgement within Discord's 3 s")
+        callbacks = [r for r in server.requests
+                     if r.path.startswith(f"/interactions/{missed.id}/")]
+        assert [r.status for r in callbacks] == [429]  # no retry into a dead interaction
+        assert missed.callback_type is None
+
+        again = await server.click(alice, card.message, buttons["B"])
+        assert "already counted" in again.content and "as it stands" in again.content
+        assert again.embeds[0]["title"] == card.embeds[0]["title"]
+    finally:
+        rc = await bot.stop()
+        await server.stop()
+    log = bot.log.read_text()
+    assert rc == 0, log
+    assert "Traceback" not in log

@@ -20,7 +20,7 @@ from bot.discord_ui.community import (
 from bot.discord_ui.components import CARD_ITEMS, MODAL_TEMPLATE, handled
 from bot.discord_ui.flow import CardFlow
 from bot.discord_ui.reminders import ReminderButton, ReminderService
-from bot.discord_ui.replies import apologise, reply
+from bot.discord_ui.replies import apologise, bound_acknowledgements, reply
 from bot.observability import HealthServer
 from bot.sandbox.client import SandboxClient
 from bot.sandbox.judge import BackgroundSandbox
@@ -70,6 +70,7 @@ class TutorClient:
                                ReviewCardButton)
 
     async def setup_hook(self) -> None:
+        bound_acknowledgements()  # runs in the task that goes on to connect and dispatch
         self.add_dynamic_items(*self._dynamic_items)
         if self.reminders:
             self.reminders.start()

@@ -5,15 +5,53 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import TypeVar
 
 import discord
+from discord.webhook.async_ import AsyncWebhookAdapter, async_context
 
 log = logging.getLogger(__name__)
 APOLOGY = "Sorry, something went wrong on my side. It has been logged; please try again."
 CLOSED_DMS = 50007  # Discord: cannot send messages to this user
 MAX_RETRY_WAIT = 5.0
+ACK_WINDOW = 3.0  # Discord refuses an interaction's first response after 3 s (10062)
+ACK_FLOOR = 0.25  # a clock running ahead of Discord's must not fail every response
 T = TypeVar("T")
+
+
+class AckMissed(discord.DiscordException):
+    """An interaction's first response could not be sent inside Discord's window: the
+    learner saw "This interaction failed" and nothing more can be sent for it."""
+
+
+class DeadlineAdapter(AsyncWebhookAdapter):
+    """discord.py waits out a 429 (or retries a 5xx) on an interaction's first response
+    however long that takes, though Discord refuses it after 3 s. This gives up when the
+    window closes, so the handler stops at once instead of answering a dead interaction;
+    what the click changed stays stored, and the next click on the card shows it."""
+
+    async def create_interaction_response(self, interaction_id: int, token: str, **kwargs):
+        budget = ack_budget(interaction_id, datetime.now(UTC))
+        try:
+            async with asyncio.timeout(budget):
+                return await super().create_interaction_response(interaction_id, token,
+                                                                 **kwargs)
+        except TimeoutError:
+            raise AckMissed(f"no acknowledgement within Discord's {ACK_WINDOW:.0f} s "
+                            f"(gave up after {budget:.2f} s)") from None
+
+
+def ack_budget(interaction_id: int, now: datetime) -> float:
+    """Seconds left to acknowledge, by the interaction's own timestamp (its snowflake)."""
+    age = (now - discord.utils.snowflake_time(interaction_id)).total_seconds()
+    return min(ACK_WINDOW, max(ACK_FLOOR, ACK_WINDOW - age))
+
+
+def bound_acknowledgements() -> None:
+    """Make every interaction answered from this task (and the tasks it starts) use the
+    DeadlineAdapter; call it before connecting."""
+    async_context.set(DeadlineAdapter())
 
 
 async def reply(interaction: discord.Interaction, text: str, **kwargs) -> None:
@@ -35,6 +73,9 @@ def describe(interaction: discord.Interaction) -> str:
 
 async def apologise(interaction: discord.Interaction, error: BaseException) -> None:
     """Log a handler's failure with its context and tell the learner, never re-raise."""
+    if isinstance(error, AckMissed):  # nothing can reach the learner any more
+        log.warning("%s: %s", error, describe(interaction))
+        return
     if isinstance(error, discord.RateLimited):
         log.warning("rate limited (%.1fs) during %s", error.retry_after, describe(interaction))
         text = f"Discord is rate-limiting me; please try again in {error.retry_after:.0f} s."
