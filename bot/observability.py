@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import time
@@ -72,8 +73,13 @@ def configure_logging(level: str, fmt: str) -> None:
     logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
 
 
+@functools.cache
+def _answers(kind: str, correct: bool):
+    return ANSWERS.labels(kind=kind, correct=str(correct).lower())
+
+
 def record_answer(kind: str, correct: bool) -> None:
-    ANSWERS.labels(kind=kind, correct=str(correct).lower()).inc()
+    _answers(kind, correct).inc()  # the labelled child, looked up once (answer hot path)
 
 
 def record_sandbox(status: str, seconds: float) -> None:

@@ -8,7 +8,6 @@ custom_id) and the engine stays stateless between calls.
 
 from __future__ import annotations
 
-import copy
 import secrets
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
@@ -85,8 +84,10 @@ class Served:
 
 
     def next_attempt(self, chosen) -> Served:
-        """This card after one more attempt (hot path: cheaper than dataclasses.replace)."""
-        attempt = copy.copy(self)
+        """This card after one more attempt (hot path: a third of dataclasses.replace)."""
+        attempt = object.__new__(Served)
+        for name in self.__slots__:
+            object.__setattr__(attempt, name, getattr(self, name))
         object.__setattr__(attempt, "attempts", self.attempts + 1)
         object.__setattr__(attempt, "chosen", (*self.chosen, chosen))
         return attempt
@@ -177,6 +178,12 @@ class Tutor:
 
     def learner(self, external_id: str, display_name: str = "") -> Learner:
         return self.store.learner(external_id, display_name=display_name, now=self.clock())
+
+    @property
+    def database_waits(self) -> bool:
+        """Whether a database call waits on a server (network, commit flush) rather than
+        only using CPU (SQLite): front ends with an event loop run such calls elsewhere."""
+        return self.store.engine.dialect.name != "sqlite"
 
     def database_ok(self) -> bool:
         """Whether the store answers (for health checks)."""

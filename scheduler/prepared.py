@@ -14,7 +14,11 @@ class Prepared:
     """
 
     def __init__(self, statement: sa.Executable, dialect: sa.Dialect, keys: list[str]):
-        compiled = statement.compile(dialect=dialect, column_keys=keys)
+        # Named parameters where the driver takes them (sqlite3's `:name`): a value used
+        # several times in the SQL (the streak update's day) is converted and sent once.
+        compiler_dialect = type(dialect)(paramstyle="named") if dialect.name == "sqlite" \
+            else dialect
+        compiled = statement.compile(dialect=compiler_dialect, column_keys=keys)
         self.sql = compiled.string
         names = compiled.positiontup if compiled.positional else list(compiled.binds)
         self.positional = compiled.positional
@@ -24,17 +28,19 @@ class Prepared:
             (name, compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect))
             for name in names
         ]
-        self.names = [name for name, _ in self.binds]
-        self.unique = list(dict(self.binds).items())
         # Literals in the statement (`day_reviews + 1`) are binds with a value of their own.
         self.literals = {name: bind.value for name, bind in compiled.binds.items()
                          if not bind.required}
+        if not self.positional:  # named parameters: each name once
+            self.binds = list(dict(self.binds).items())
 
     def __call__(self, cursor, values: dict) -> int:
         """Execute; return the number of rows written."""
-        values = {**self.literals, **values} if self.literals else values
-        # Each name once (a bind may appear several times in the SQL).
-        bound = {n: p(values[n]) if p else values[n] for n, p in self.unique}
-        cursor.execute(self.sql, tuple([bound[n] for n in self.names]) if self.positional
-                       else bound)
+        if self.literals:
+            values = {**self.literals, **values}
+        if self.positional:  # one value per placeholder, in the SQL's order
+            cursor.execute(self.sql, [p(values[n]) if p else values[n] for n, p in self.binds])
+        else:
+            cursor.execute(self.sql, {n: p(values[n]) if p else values[n]
+                                      for n, p in self.binds})
         return cursor.rowcount

@@ -9,6 +9,7 @@ Discord, the served card's last attempt (guarded by its attempt number).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -268,13 +269,24 @@ class Store(ReminderQueries, ServedQueries):
 
     # -- the answer hot path -------------------------------------------------------------
 
-    def _writer(self):
-        """One long-lived DBAPI connection for reviews, used under a lock: a pool checkout
-        per answer would cost more than the commit itself on SQLite. The pool's proxy is
-        kept (to close it properly); the driver's own connection does the work."""
-        if self._write_conn is None:
-            self._write_conn = self.engine.raw_connection()
-        return self._write_conn.driver_connection
+    @contextlib.contextmanager
+    def _writing(self):
+        """A DBAPI connection for one review. SQLite: one long-lived connection under a
+        lock, since a pool checkout per answer would cost more than the commit itself (the
+        database takes one writer at a time anyway). A server: a pooled connection each,
+        so concurrent answers commit side by side instead of queueing for one flush each.
+        The pool's proxy is kept (to close it properly); the driver's connection works."""
+        if self.engine.dialect.name != "sqlite":
+            pooled = self.engine.raw_connection()
+            try:
+                yield pooled.driver_connection
+            finally:
+                pooled.close()
+            return
+        with self._write_lock:
+            if self._write_conn is None:
+                self._write_conn = self.engine.raw_connection()
+            yield self._write_conn.driver_connection
 
     def close(self) -> None:
         with self._write_lock:
@@ -290,8 +302,7 @@ class Store(ReminderQueries, ServedQueries):
         since the card was served raises StaleReview, a served card that moved on raises
         ServedMoved; either way nothing is recorded.
         """
-        with self._write_lock:
-            conn = self._writer()
+        with self._writing() as conn:
             cursor = conn.cursor()
             try:
                 if advance is not None and not self._advance_served(

@@ -21,7 +21,7 @@ from content.schema import ChoiceCard
 from scheduler.db import make_engine, sqlite_url, upgrade
 from scheduler.store import Store
 
-TARGET_RATIO = 0.30
+TARGET_RATIO = 0.45
 ROUNDS = 5
 
 

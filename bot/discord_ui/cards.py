@@ -20,8 +20,8 @@ def commands(flow: CardFlow) -> list[app_commands.Command]:
 
     async def play(interaction: discord.Interaction, mode: str, topic: str | None,
                    public: bool) -> None:
-        if public and interaction.guild_id and not servers.settings(
-                interaction.guild_id).public_play:
+        if public and interaction.guild_id and not (
+                await flow.db(servers.settings, interaction.guild_id)).public_play:
             await reply(interaction, PRIVATE_ONLY)
             return
         await flow.serve(interaction, mode, topic, ephemeral=not public)

@@ -95,13 +95,13 @@ class Community:
         self.flow, self.tutor = flow, flow.tutor
         self.boards = Boards(flow.tutor)
 
-    def _board(self, interaction, period: str, page: int):
-        return self.boards.board(interaction.guild_id, period, page,
-                                 self.flow.learner(interaction.user), PER_PAGE)
+    async def _board(self, interaction, period: str, page: int):
+        return await self.flow.db(self.boards.board, interaction.guild_id, period, page,
+                                  await self.flow.learner(interaction.user), PER_PAGE)
 
     async def leaderboard(self, interaction, period: str, page: int, image: bool) -> None:
         try:
-            settings, result = self._board(interaction, period, page)
+            settings, result = await self._board(interaction, period, page)
         except TutorError as exc:
             await reply(interaction, str(exc))
             return
@@ -118,7 +118,7 @@ class Community:
 
     async def on_board_page(self, interaction, period: str, page: int) -> None:
         try:
-            settings, result = self._board(interaction, period, page)
+            settings, result = await self._board(interaction, period, page)
         except TutorError as exc:
             await reply(interaction, str(exc))
             return
@@ -127,7 +127,8 @@ class Community:
             view=board_view(period, result), attachments=[])
 
     async def insights(self, interaction) -> None:
-        found = self.boards.server_insights(interaction.guild_id, INSIGHT_DAYS)
+        found = await self.flow.db(self.boards.server_insights, interaction.guild_id,
+                                   INSIGHT_DAYS)
         embed = discord.Embed(title=f"What this server gets wrong (last {INSIGHT_DAYS} days)",
                               colour=render.BLUE)
         embed.add_field(name="Cards missed most", inline=False, value="\n".join(
@@ -147,7 +148,7 @@ class Community:
     async def stats_extras(self, learner, today) -> tuple[list[discord.File], list[str],
                                                             discord.ui.View | None]:
         """The /stats picture (rendered off the event loop) and your most-missed cards."""
-        activity = self.boards.activity(learner, days=182, top=3)
+        activity = await self.flow.db(self.boards.activity, learner, days=182, top=3)
         png = await asyncio.to_thread(
             charts.stats_png, learner.display_name or "Your", activity.daily, today,
             activity.retention, current_streak(learner, today), learner.longest_streak)

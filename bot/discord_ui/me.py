@@ -54,9 +54,9 @@ def commands(flow: CardFlow, community: Community) -> list[app_commands.Command]
 
     @learner_command(name="stats", description="Your progress.")
     async def stats(interaction: discord.Interaction) -> None:
-        learner = flow.learner(interaction.user)
-        reviewed, first_try, seen = flow.learners.totals(learner)
-        progress = tutor.progress(learner)
+        learner = await flow.learner(interaction.user)
+        reviewed, first_try, seen = await flow.db(flow.learners.totals, learner)
+        progress = await flow.db(tutor.progress, learner)
         embed = render.progress_embed(
             interaction.user.display_name, progress, reviewed,
             first_try / reviewed if reviewed else None, len(tutor.servable()), seen)
@@ -96,7 +96,7 @@ def commands(flow: CardFlow, community: Community) -> list[app_commands.Command]
         remind_when_due: AtLeast | None = None,
         daily_minimum: DailyMinimum | None = None,
     ) -> None:
-        learner = flow.learner(interaction.user)
+        learner = await flow.learner(interaction.user)
         changes = {k: v for k, v in {
             "timezone": timezone, "reminder_hour": reminder_hour,
             "reminders_enabled": reminders, "leaderboard_visible": leaderboard,
@@ -104,7 +104,7 @@ def commands(flow: CardFlow, community: Community) -> list[app_commands.Command]
             "reminder_min_due": remind_when_due, "daily_minimum": daily_minimum,
         }.items() if v is not None}
         try:
-            learner = flow.learners.update_settings(learner, changes)
+            learner = await flow.db(flow.learners.update_settings, learner, changes)
         except TutorError as exc:
             await reply(interaction, str(exc))
             return

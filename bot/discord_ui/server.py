@@ -22,7 +22,7 @@ def commands(flow: CardFlow) -> list[app_commands.Group]:
     @server.command(name="public-play",
                     description="Allow learners to show cards to the channel.")
     async def public_play(interaction: discord.Interaction, enabled: bool) -> None:
-        servers.set_public_play(interaction.guild_id, enabled)
+        await flow.db(servers.set_public_play, interaction.guild_id, enabled)
         await reply(interaction, "Public play is now " + ("**allowed**." if enabled else
                                                           "**off**: cards stay private."))
 
@@ -31,7 +31,8 @@ def commands(flow: CardFlow) -> list[app_commands.Group]:
     @app_commands.describe(channel="Leave empty to stop posting reminders in this server")
     async def reminder_channel(interaction: discord.Interaction,
                                channel: discord.TextChannel | None = None) -> None:
-        servers.set_reminder_channel(interaction.guild_id, channel.id if channel else None)
+        await flow.db(servers.set_reminder_channel, interaction.guild_id,
+                      channel.id if channel else None)
         await reply(interaction, f"Reminders for learners with closed DMs go to "
                                  f"{channel.mention}." if channel else
                     "Reminders are no longer posted in this server.")
@@ -39,7 +40,7 @@ def commands(flow: CardFlow) -> list[app_commands.Group]:
     @server.command(name="new-season",
                     description="Start a new leaderboard season (history is kept).")
     async def new_season(interaction: discord.Interaction) -> None:
-        season = servers.new_season(interaction.guild_id)
+        season = await flow.db(servers.new_season, interaction.guild_id)
         await reply(interaction, f"Season {season} starts now: the season board "
                                  "is empty again; everyone's history and progress are kept.",
                     ephemeral=False)
@@ -52,7 +53,8 @@ def commands(flow: CardFlow) -> list[app_commands.Group]:
     async def board_settings(interaction: discord.Interaction, timezone: str | None = None,
                              week_starts: int | None = None) -> None:
         try:
-            settings = servers.set_board(interaction.guild_id, timezone, week_starts)
+            settings = await flow.db(servers.set_board, interaction.guild_id, timezone,
+                                     week_starts)
         except TutorError as exc:
             await reply(interaction, str(exc))
             return
@@ -66,7 +68,7 @@ def commands(flow: CardFlow) -> list[app_commands.Group]:
     @app_commands.describe(deck="A deck id", enabled="Play it here or not")
     async def server_decks(interaction: discord.Interaction, deck: str, enabled: bool) -> None:
         try:
-            chosen = servers.set_deck(interaction.guild_id, deck, enabled)
+            chosen = await flow.db(servers.set_deck, interaction.guild_id, deck, enabled)
         except TutorError as exc:
             await reply(interaction, str(exc))
             return

@@ -1,10 +1,16 @@
-"""How long the bot may still try to acknowledge an interaction (Discord: 3 s)."""
+"""Keeping the event loop free to acknowledge: how long the bot may still try to answer an
+interaction (Discord: 3 s), and where engine calls wait."""
 
+import threading
 from datetime import UTC, datetime, timedelta
 
 import discord
+import pytest
 
+from bot.discord_ui.flow import CardFlow
 from bot.discord_ui.replies import ACK_FLOOR, ACK_WINDOW, ack_budget
+from bot.play import Gone
+from bot.tutor import Tutor
 
 CREATED = datetime(2026, 12, 3, 10, 0, tzinfo=UTC)
 INTERACTION = discord.utils.time_snowflake(CREATED)
@@ -24,3 +30,18 @@ def test_a_clock_behind_discords_never_grants_more_than_the_window():
 
 def test_a_clock_ahead_of_discords_still_leaves_time_to_answer():
     assert ack_budget(INTERACTION, CREATED + timedelta(seconds=10)) == ACK_FLOOR
+
+
+class _ServerDatabaseTutor(Tutor):
+    database_waits = True  # as on PostgreSQL
+
+
+@pytest.mark.sqlite_only
+async def test_engine_calls_wait_on_a_worker_only_for_a_database_server(store, library, clock):
+    loop_thread = threading.get_ident()
+    on_sqlite = CardFlow(Tutor(store, library, clock=clock))
+    assert await on_sqlite.db(threading.get_ident) == loop_thread
+    on_server = CardFlow(_ServerDatabaseTutor(store, library, clock=clock))
+    assert await on_server.db(threading.get_ident) != loop_thread
+    with pytest.raises(Gone):  # a refusal reaches the handler as it would inline
+        await on_server.db(on_server.play.code_card, "nope", 0, None)
