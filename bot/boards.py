@@ -37,16 +37,16 @@ class Boards:
             raise BadChoice(f"Pages go from 1 to {MAX_PAGE}.")
         settings = self.store.guild_settings(guild_id)
         since = lb.period_start(settings, period, self.tutor.clock())
-        return settings, lb.board(self.store.engine, guild_id, since, page=page,
-                                  per_page=per_page, caller_id=caller.id)
+        return settings, self.store.board(guild_id, since, page=page, per_page=per_page,
+                                          caller_id=caller.id)
 
     def server_insights(self, guild_id: int, days: int) -> lb.Insights:
         since = self.tutor.clock() - timedelta(days=days)
-        return lb.insights(self.store.engine, since, guild_id=guild_id)
+        return self.store.insights(since, guild_id=guild_id)
 
     def activity(self, learner: Learner, days: int, top: int) -> Activity:
         """A learner's reviews per day, retention per week and most-missed, over `days`."""
         since = self.tutor.clock() - timedelta(days=days)
         return Activity(self.store.reviews_per_day(learner.id, since),
                         self.store.retention_by_week(learner.id, since),
-                        lb.insights(self.store.engine, since, learner_id=learner.id, top=top))
+                        self.store.insights(since, learner_id=learner.id, top=top))

@@ -183,7 +183,7 @@ class Tutor:
     def database_waits(self) -> bool:
         """Whether a database call waits on a server (network, commit flush) rather than
         only using CPU (SQLite): front ends with an event loop run such calls elsewhere."""
-        return self.store.engine.dialect.name != "sqlite"
+        return self.store.on_server
 
     def database_ok(self) -> bool:
         """Whether the store answers (for health checks)."""

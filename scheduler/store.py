@@ -17,6 +17,7 @@ from datetime import date, datetime, timedelta
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
+from scheduler.board_store import BoardQueries
 from scheduler.models import (
     CardState,
     GuildMember,
@@ -101,7 +102,7 @@ def _insert(table: sa.Table, dialect: str):
     return module.insert(table)
 
 
-class Store(ReminderQueries, ServedQueries):
+class Store(BoardQueries, ReminderQueries, ServedQueries):
     def __init__(self, engine: sa.Engine):
         self.engine = engine
         self._write_lock = threading.Lock()
@@ -110,10 +111,12 @@ class Store(ReminderQueries, ServedQueries):
         dialect = engine.dialect.name
         # Compiled once: the answer hot path only binds values.
         d = engine.dialect
-        self._insert_log = Prepared(log_t.insert(), d, list(_LOG_COLUMNS))
-        self._insert_state = Prepared(state_t.insert(), d, list(_STATE_COLUMNS))
+        self._insert_log = Prepared(log_t.insert(), d, [*_LOG_COLUMNS.values()])
+        self._insert_state = Prepared(state_t.insert(), d,
+                                      [*_STATE_COLUMNS.values(), *_FIRST_REVIEW])
         self._update_schedule = Prepared(_keyed_update(
-            **{c: sa.bindparam(c, type_=state_t.c[c].type) for c in _SCHEDULE_COLUMNS},
+            **{c: sa.bindparam(c, type_=state_t.c[c].type)
+               for c in _SCHEDULE_COLUMNS.values()},
             review_count=state_t.c.review_count + sa.literal_column("1"),
         ), d, [])
         self._update_drill = Prepared(_keyed_update(
@@ -128,6 +131,12 @@ class Store(ReminderQueries, ServedQueries):
             index_elements=["guild_id", "learner_id"],
             set_={"last_seen_at": self._upsert_member.excluded.last_seen_at},
         )
+
+    @property
+    def on_server(self) -> bool:
+        """A database server (PostgreSQL), whose calls wait on the network and on its
+        commit flush, rather than a file (SQLite), whose calls only use CPU."""
+        return self.engine.dialect.name != "sqlite"
 
     def ping(self) -> bool:
         with self.engine.connect() as conn:
@@ -276,7 +285,7 @@ class Store(ReminderQueries, ServedQueries):
         database takes one writer at a time anyway). A server: a pooled connection each,
         so concurrent answers commit side by side instead of queueing for one flush each.
         The pool's proxy is kept (to close it properly); the driver's connection works."""
-        if self.engine.dialect.name != "sqlite":
+        if self.on_server:
             pooled = self.engine.raw_connection()
             try:
                 yield pooled.driver_connection
@@ -308,7 +317,7 @@ class Store(ReminderQueries, ServedQueries):
                 if advance is not None and not self._advance_served(
                         cursor, advance_values(advance)):
                     raise ServedMoved(advance.serve_id)  # rolled back below
-                self._insert_log(cursor, _log_values(r))
+                self._insert_log(cursor, _values(r, _LOG_COLUMNS))
                 written = self._write_state(cursor, r)
                 if written and r.changes_schedule:
                     self._count_review(cursor, {"k_learner": r.learner_id, "day": r.study_day,
@@ -339,42 +348,52 @@ class Store(ReminderQueries, ServedQueries):
         if r.expected_count is None:
             if not r.changes_schedule:
                 return True  # a drill or cram of a card never scheduled leaves no state
-            return bool(self._insert_state(cursor, _state_values(r)))
+            return bool(self._insert_state(cursor, {**_values(r, _STATE_COLUMNS),
+                                                     **_FIRST_REVIEW}))
         key = {"k_learner": r.learner_id, "k_card": r.card_id, "k_count": r.expected_count}
         if r.changes_schedule:
-            return bool(self._update_schedule(cursor, {**key, **_schedule_values(r)}))
+            return bool(self._update_schedule(cursor, {**key,
+                                                       **_values(r, _SCHEDULE_COLUMNS)}))
         # A rule-7 drill changes no SM-2 state.
         return bool(self._update_drill(cursor, {**key, "drill_pending": r.drill_pending}))
 
 
-_LOG_COLUMNS = (
-    "answer_id", "learner_id", "card_id", "deck_id", "card_rev", "guild_id", "kind",
-    "reviewed_at", "study_day", "quality", "correct", "attempts", "hint_used", "latency_ms",
-    "chosen", "mistake_ids", "ef100_after", "interval_after", "due_day_after",
-)
-_STATE_COLUMNS = (
-    "learner_id", "card_id", "deck_id", "card_rev", "ef100", "repetitions", "interval",
-    "due_day", "lapses", "review_count", "drill_pending", "last_review_day",
-    "last_reviewed_at",
-)
-_SCHEDULE_COLUMNS = (
-    "card_rev", "ef100", "repetitions", "interval", "due_day", "lapses", "drill_pending",
-    "last_review_day", "last_reviewed_at",
-)
+# Where each stored field of a ReviewRecord goes: (review_log column, card_state column).
+# The statements and their values all derive from this one table.
+_STORED = {
+    "answer_id": ("answer_id", None),
+    "learner_id": ("learner_id", "learner_id"),
+    "card_id": ("card_id", "card_id"),
+    "deck_id": ("deck_id", "deck_id"),
+    "card_rev": ("card_rev", "card_rev"),
+    "guild_id": ("guild_id", None),
+    "kind": ("kind", None),
+    "reviewed_at": ("reviewed_at", "last_reviewed_at"),
+    "study_day": ("study_day", "last_review_day"),
+    "quality": ("quality", None),
+    "correct": ("correct", None),
+    "attempts": ("attempts", None),
+    "hint_used": ("hint_used", None),
+    "latency_ms": ("latency_ms", None),
+    "chosen": ("chosen", None),
+    "mistake_ids": ("mistake_ids", None),
+    "ef100": ("ef100_after", "ef100"),
+    "repetitions": (None, "repetitions"),
+    "interval": ("interval_after", "interval"),
+    "due_day": ("due_day_after", "due_day"),
+    "lapses": (None, "lapses"),
+    "drill_pending": (None, "drill_pending"),
+}
+_LOG_COLUMNS = {field: log for field, (log, _) in _STORED.items() if log}
+_STATE_COLUMNS = {field: state for field, (_, state) in _STORED.items() if state}
+# What a review changes in an existing state row (its key and deck stay).
+_SCHEDULE_COLUMNS = {field: column for field, column in _STATE_COLUMNS.items()
+                     if column not in ("learner_id", "card_id", "deck_id")}
+_FIRST_REVIEW = {"review_count": 1}
 
 
-def _schedule_values(r: ReviewRecord) -> dict:
-    return {
-        "card_rev": r.card_rev, "ef100": r.ef100, "repetitions": r.repetitions,
-        "interval": r.interval, "due_day": r.due_day, "lapses": r.lapses,
-        "drill_pending": r.drill_pending, "last_review_day": r.study_day,
-        "last_reviewed_at": r.reviewed_at,
-    }
-
-
-def _state_values(r: ReviewRecord) -> dict:
-    return {**_schedule_values(r), "learner_id": r.learner_id, "card_id": r.card_id,
-            "deck_id": r.deck_id, "review_count": 1}
+def _values(r: ReviewRecord, columns: dict[str, str]) -> dict:
+    return {column: getattr(r, field) for field, column in columns.items()}
 
 
 def _streak_update() -> sa.Update:
@@ -408,14 +427,3 @@ def _keyed_update(**values) -> sa.Update:
         )
         .values(**values)
     )
-
-
-def _log_values(r: ReviewRecord) -> dict:
-    return {
-        "answer_id": r.answer_id, "learner_id": r.learner_id, "card_id": r.card_id,
-        "deck_id": r.deck_id, "card_rev": r.card_rev, "guild_id": r.guild_id, "kind": r.kind,
-        "reviewed_at": r.reviewed_at, "study_day": r.study_day, "quality": r.quality,
-        "correct": r.correct, "attempts": r.attempts, "hint_used": r.hint_used,
-        "latency_ms": r.latency_ms, "chosen": r.chosen, "mistake_ids": r.mistake_ids,
-        "ef100_after": r.ef100, "interval_after": r.interval, "due_day_after": r.due_day,
-    }

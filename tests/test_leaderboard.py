@@ -33,7 +33,7 @@ def test_the_sql_points_match_points_for(store):
         person = store.learner(f"discord:{i}", display_name=f"p{i}", now=NOW)
         store.record(record(person.id, f"a{i}", kind=kind, correct=correct, attempts=attempts,
                             hint_used=hint, guild_id=GUILD, changes_schedule=False))
-    board = lb.board(store.engine, GUILD, None, per_page=1000)
+    board = store.board(GUILD, None, per_page=1000)
     by_name = {s.name: s.points for s in board.standings}
     for i, combo in enumerate(combos):
         if combo[0] in lb.GRADED_KINDS:
@@ -55,7 +55,7 @@ def test_farming_is_worth_nothing_through_the_engine(tutor, store, clock):
         cram = tutor.next_card(learner, mode="practice", guild_id=GUILD)
         assert cram.kind == "cram"
         tutor.answer(cram, RIGHT[cram.card_id])
-    (standing,) = lb.board(store.engine, GUILD, None).standings
+    (standing,) = store.board(GUILD, None).standings
     assert standing.points == 2 and standing.reviews == 1  # only the graded new card
 
 
@@ -75,7 +75,7 @@ def test_a_review_just_before_the_local_week_start_is_last_week(store):
                         kind="review", guild_id=GUILD, changes_schedule=False))
     store.record(record(person.id, "new", card_id="d/x", reviewed_at=start, kind="review",
                         guild_id=GUILD, changes_schedule=False))
-    (standing,) = lb.board(store.engine, GUILD, start).standings
+    (standing,) = store.board(GUILD, start).standings
     assert standing.points == 10
 
 
@@ -93,15 +93,15 @@ def populate(store, scores: list[int]) -> list:
 def test_pages_ties_hidden_learners_and_the_callers_own_rank(store):
     people = populate(store, [12 - i for i in range(12)] + [1])
     store.update_learner(people[0].id, leaderboard_visible=False)
-    first = lb.board(store.engine, GUILD, None, caller_id=people[12].id)
+    first = store.board(GUILD, None, caller_id=people[12].id)
     assert first.total == 12 and first.pages == 2
     assert [s.name for s in first.standings][:2] == ["learner1", "learner2"]
     assert "learner0" not in [s.name for s in first.standings]
     assert first.caller.rank == 11 and first.caller.name == "learner12"  # tie with learner11
-    second = lb.board(store.engine, GUILD, None, page=2)
+    second = store.board(GUILD, None, page=2)
     assert [s.rank for s in second.standings] == [11, 11]
-    assert lb.board(store.engine, GUILD, None, page=99).page == 2
-    hidden = lb.board(store.engine, GUILD, None, caller_id=people[0].id)
+    assert store.board(GUILD, None, page=99).page == 2
+    hidden = store.board(GUILD, None, caller_id=people[0].id)
     assert hidden.caller is None
 
 
@@ -110,7 +110,7 @@ def test_a_new_season_starts_an_empty_board_and_keeps_history(store):
     settings = store.update_guild_settings(GUILD, season=2,
                                            season_started_at=NOW + timedelta(minutes=1))
     season = lb.period_start(settings, "season", NOW + timedelta(hours=1))
-    assert lb.board(store.engine, GUILD, season).standings == []
+    assert store.board(GUILD, season).standings == []
     assert len(store.reviews_on(1, NOW.date())) == 3  # nothing deleted
 
 
@@ -121,8 +121,8 @@ def test_insights_name_the_cards_and_mistakes_missed_most(store):
         store.record(record(person.id, f"x{i}", card_id=card, kind="review",
                             correct=not mistakes, attempts=1 if not mistakes else 2,
                             mistake_ids=mistakes, guild_id=GUILD, changes_schedule=False))
-    found = lb.insights(store.engine, NOW - timedelta(days=30), guild_id=GUILD)
+    found = store.insights(NOW - timedelta(days=30), guild_id=GUILD)
     assert found.missed_cards == [("d/a", 2, 2), ("d/b", 1, 1)]
     assert found.mistakes == [("m1", 2), ("m2", 2)] or found.mistakes == [("m2", 2), ("m1", 2)]
-    mine = lb.insights(store.engine, NOW - timedelta(days=30), learner_id=person.id, top=1)
+    mine = store.insights(NOW - timedelta(days=30), learner_id=person.id, top=1)
     assert len(mine.missed_cards) == 1

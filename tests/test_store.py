@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from dataclasses import fields
 from datetime import UTC, date, datetime
 
 import pytest
@@ -23,7 +24,16 @@ from scheduler.db import (
     sqlite_url,
     upgrade,
 )
-from scheduler.store import StaleReview, Store, log_t
+from scheduler.models import CardState, ReviewLog
+from scheduler.store import (
+    _LOG_COLUMNS,
+    _STATE_COLUMNS,
+    _STORED,
+    ReviewRecord,
+    StaleReview,
+    Store,
+    log_t,
+)
 from tests.helpers.paths import REPO
 from tests.helpers.records import record
 
@@ -175,3 +185,13 @@ def test_looking_up_a_known_learner_writes_nothing(store):
         sa.event.remove(store.engine, "before_cursor_execute", seen)
     assert again == first and statements
     assert not [s for s in statements if s.lstrip().upper().startswith(("INSERT", "UPDATE"))]
+
+
+def test_every_review_column_is_written_from_the_record():
+    # One table says where each field of a ReviewRecord is stored; a column added to the
+    # review log or the card state without a place in it fails here, not in production.
+    control = {"expected_count", "changes_schedule"}  # guards, not data
+    assert set(_STORED) == {f.name for f in fields(ReviewRecord)} - control
+    assert set(_LOG_COLUMNS.values()) == {c.name for c in ReviewLog.__table__.c} - {"id"}
+    assert set(_STATE_COLUMNS.values()) | {"review_count"} == {
+        c.name for c in CardState.__table__.c}

@@ -1,0 +1,83 @@
+"""Leaderboard and insight queries: aggregates over the review log (scheduler/leaderboard.py
+has the rules they apply)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime
+
+import sqlalchemy as sa
+
+from scheduler.leaderboard import (
+    GRADED_KINDS,
+    Board,
+    Insights,
+    Standing,
+    first_try_sql,
+    learner_t,
+    log_t,
+    points_sql,
+)
+
+
+class BoardQueries:
+    """Mixed into Store: needs `self.engine`."""
+
+    engine: sa.Engine
+
+    def board(self, guild_id: int, since: datetime | None, *, page: int = 1,
+              per_page: int = 10, caller_id: int | None = None) -> Board:
+        """One page of a server's board since `since` (None: all time), and the caller's
+        own standing wherever it is."""
+        c = log_t.c
+        points = points_sql()
+        first_try = sa.case((first_try_sql(), 1), else_=0)
+        totals = (
+            sa.select(c.learner_id, sa.func.sum(points).label("points"),
+                      sa.func.count().label("reviews"), sa.func.sum(first_try).label("first_try"))
+            .where(c.guild_id == guild_id, c.kind.in_(GRADED_KINDS),
+                   *([c.reviewed_at >= since] if since else []))
+            .group_by(c.learner_id).subquery()
+        )
+        query = (
+            sa.select(totals, learner_t.c.display_name, learner_t.c.streak)
+            .join(learner_t, learner_t.c.id == totals.c.learner_id)
+            .where(learner_t.c.leaderboard_visible.is_(True))
+            .order_by(totals.c.points.desc(), totals.c.first_try.desc(), totals.c.learner_id)
+        )
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        pages = max(1, -(-len(rows) // per_page))
+        page = min(max(1, page), pages)
+        shown = range((page - 1) * per_page, page * per_page)
+        standings, caller, rank, previous = [], None, 0, None
+        for index, row in enumerate(rows):
+            if row.points != previous:  # ties share a rank
+                rank, previous = index + 1, row.points
+            if index in shown or row.learner_id == caller_id:  # only what is displayed
+                standing = Standing(rank, row.learner_id, row.display_name or "someone",
+                                    int(row.points), row.reviews, int(row.first_try), row.streak)
+                standings += [standing] if index in shown else []
+                caller = standing if row.learner_id == caller_id else caller
+        return Board(standings, len(rows), page, pages, caller)
+
+    def insights(self, since: datetime, *, guild_id: int | None = None,
+                 learner_id: int | None = None, top: int = 5) -> Insights:
+        """Which cards and mistakes go wrong most, for a server or one learner."""
+        c = log_t.c
+        first_try = first_try_sql()
+        scope = [c.reviewed_at >= since, c.kind.in_(GRADED_KINDS)]
+        scope += [c.guild_id == guild_id] if guild_id is not None else []
+        scope += [c.learner_id == learner_id] if learner_id is not None else []
+        cards = (
+            sa.select(c.card_id, sa.func.sum(sa.case((first_try, 0), else_=1)).label("missed"),
+                      sa.func.count().label("reviews"))
+            .where(*scope).group_by(c.card_id)
+            .order_by(sa.literal_column("missed").desc(), c.card_id).limit(top)
+        )
+        with self.engine.connect() as conn:
+            missed = [(r.card_id, int(r.missed), r.reviews) for r in conn.execute(cards)
+                      if r.missed]
+            counts = Counter(m for (ids,) in conn.execute(sa.select(c.mistake_ids).where(*scope))
+                             for m in ids)
+        return Insights(missed, counts.most_common(top))
