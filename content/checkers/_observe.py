@@ -16,7 +16,10 @@ Nothing depends on the learner's variable names or loop style:
 - torch's gradient clipping functions note each call ("C", "norm" or "value", which of the
   model's parameters it got, the clip value, .grad before, .grad after);
 - every LR scheduler notes each step() after the one its constructor makes ("R", which
-  scheduler: 0 for the first one seen, 1 for the next, ...).
+  scheduler: 0 for the first one seen, 1 for the next, ...);
+- GradScaler's scale, unscale_, step and update note each outermost call, before it runs
+  ("G", method, the scaler's scale at that moment); what unscale_ does to .grad is seen
+  like any other change of .grad.
 Autocast (mixed precision) is turned off: the judge predicts gradients in full precision, and
 what it judges is the accumulation, not the rounding. These patches last only while the
 learner's code runs.
@@ -32,6 +35,7 @@ from types import CodeType
 import torch
 from torch import nn
 from torch.amp.autocast_mode import autocast
+from torch.amp.grad_scaler import GradScaler
 from torch.nn.utils import clip_grad
 from torch.optim import lr_scheduler
 from torch.optim.optimizer import register_optimizer_step_pre_hook
@@ -41,6 +45,7 @@ from content.checkers._scenario import FOREIGN_OPTIMIZER, IN_BACKWARD
 LEARNER_FILE = "<your code>"
 N_FEATURES = 3
 MAX_EVENTS = 20_000  # a correct loop needs a few hundred; more is reported, not recorded
+SCALER_METHODS = ("scale", "unscale_", "step", "update")
 CLIPPING = {"clip_grad_norm_": "norm", "clip_grad_norm": "norm",
             "clip_grads_with_norm_": "norm", "clip_grad_value_": "value"}
 
@@ -101,7 +106,7 @@ class _Recorder:
         self.losses = 0
         self.backward_open = False  # a backward() reported a loss but has not reached .grad
         self.target_ids: dict[int, int] = {}
-        self.depth = {"C": 0, "R": 0}  # calls in progress: a nested one is the same call
+        self.depth = {"C": 0, "R": 0, "G": 0}  # calls in progress: a nested one is the same call
         self.schedulers: dict[int, int] = {}  # id(scheduler) -> its number
 
     def add(self, *event) -> None:
@@ -191,6 +196,28 @@ class _Recorder:
         return step
 
 
+    def scaler_call(self, original, method: str):
+        """`original` (a GradScaler method), noting each outermost call before it runs."""
+        @functools.wraps(original)
+        def call(scaler, *args, **kwargs):
+            outer = not self.depth["G"]
+            if outer:
+                self.add("G", method, _number(_scale_of(scaler)))
+            self.depth["G"] += 1
+            try:
+                return original(scaler, *args, **kwargs)
+            finally:
+                self.depth["G"] -= 1
+        return call
+
+
+def _scale_of(scaler) -> float | None:
+    try:
+        return scaler.get_scale()
+    except Exception:  # noqa: BLE001 - a scaler the learner broke: the judge says so
+        return None
+
+
 def _number(value) -> float | None:
     try:
         return float(value)
@@ -213,8 +240,8 @@ def _full_precision(init):
 
 
 def _watch(stack: ExitStack, recorder: _Recorder) -> None:
-    """Note gradient clipping and scheduler steps, and keep autocast off, until `stack`
-    closes."""
+    """Note gradient clipping, scheduler steps and GradScaler calls, and keep autocast off,
+    until `stack` closes."""
     _patched(stack, autocast, "__init__", _full_precision(autocast.__init__))
     for module in (torch.nn.utils, clip_grad):
         for name, kind in CLIPPING.items():
@@ -224,6 +251,9 @@ def _watch(stack: ExitStack, recorder: _Recorder) -> None:
         if (isinstance(cls, type) and issubclass(cls, lr_scheduler.LRScheduler)
                 and "step" in cls.__dict__):
             _patched(stack, cls, "step", recorder.scheduling(cls.__dict__["step"]))
+    for method in SCALER_METHODS:
+        _patched(stack, GradScaler, method,
+                 recorder.scaler_call(GradScaler.__dict__[method], method))
 
 
 def _build(plan: dict, device: str):
@@ -252,6 +282,11 @@ def _build(plan: dict, device: str):
         "num_epochs": scn["num_epochs"],
         "device": device,
     }
+    if "init_scale" in scn:  # the AMP card: a scaler that really scales, a clip norm, torch
+        names["scaler"] = GradScaler(device, init_scale=scn["init_scale"],
+                                     growth_interval=scn["growth_interval"])
+        names["max_norm"] = scn["max_norm"]
+        names["torch"] = torch
     return names, recorder
 
 

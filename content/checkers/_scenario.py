@@ -48,6 +48,16 @@ class Scenario:
         return {"scenario": asdict(self), "x": x, "y": y, "w0": w0}
 
 
+@dataclass(frozen=True)
+class AmpScenario(Scenario):
+    """A scenario of the AMP card: the child also gets a GradScaler that really scales
+    (`scaler`, enabled, starting at init_scale and growing every growth_interval updates)
+    and the clipping threshold `max_norm`."""
+    max_norm: float = 1.0
+    init_scale: float = 2.0 ** 16
+    growth_interval: int = 2000
+
+
 def make_data(scn: Scenario) -> tuple[list, list, Vector]:
     """Seeded inputs [n][bs][3], targets [n][bs] and initial weights [W, b]."""
     rng = random.Random(scn.seed)

@@ -71,6 +71,16 @@ class Clip:
     epoch: int
     kind: str  # "norm" or "value"
     held: tuple[int, ...]
+    norms: tuple[float, float] = (0.0, 0.0)  # 2-norm of what it clipped, before and after
+    whole: bool = True  # it got all of the model's parameters
+
+
+@dataclass(frozen=True)
+class ScalerCall:
+    """A call of GradScaler's scale, unscale_, step or update, as it began."""
+    epoch: int
+    method: str
+    scale: float | None  # the scaler's scale at that moment (None: it could not tell)
 
 
 @dataclass(frozen=True)
@@ -122,6 +132,7 @@ MOVED = ("the model's weights changed outside optimizer.step(), or differently f
 
 UNEXPLAINED = (".grad held values that the backward() calls seen so far do not explain (was "
                "the loss computed without criterion, or .grad changed by hand?)")
+SCALER_METHODS = ("scale", "unscale_", "step", "update")
 PARAM_SLICES = ((0, N_WEIGHTS - 1), (N_WEIGHTS - 1, N_WEIGHTS))  # weight, bias
 
 
@@ -139,7 +150,8 @@ class _Replay:
         self.rescaled = 1.0
         self.handlers = {"F": (self.fetch, 1), "L": (self.loss, 2), "B": (self.backward, 3),
                          "A": (self.accumulated, 0), "S": (self.step, 4),
-                         "C": (self.clip, 5), "R": (self.scheduler, 1)}  # kind: (call, arity)
+                         "C": (self.clip, 5), "R": (self.scheduler, 1),
+                         "G": (self.scaler, 2)}  # kind: (call, arity)
 
     def event(self, ev) -> None:
         if not isinstance(ev, list) or not ev or not isinstance(ev[0], str):
@@ -222,10 +234,17 @@ class _Replay:
             self.flag(f"gradient clipping changed .grad in a way clip_grad_{kind}_ does not")
             return
         self.predicted = after
-        self.trace.events.append(Clip(epoch, kind, tuple(self.ledger)))
+        norms = tuple(math.sqrt(sum(v[i] ** 2 for i in clipped)) for v in (before, after))
+        self.trace.events.append(Clip(epoch, kind, tuple(self.ledger), norms, all(mask)))
 
     def scheduler(self, which) -> None:
         self.trace.events.append(SchedulerStep(self.trace.passes, _index(which, 64)))
+
+    def scaler(self, method, scale) -> None:
+        if method not in SCALER_METHODS:
+            raise Malformed("a GradScaler event")
+        scale = None if scale is None else _number(scale)
+        self.trace.events.append(ScalerCall(self.trace.passes, method, scale))
 
     def follow(self, weights: Vector) -> None:
         """The weights the child saw must be where the steps so far put them."""

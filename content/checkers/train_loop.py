@@ -26,12 +26,12 @@ Decisions:
 from __future__ import annotations
 
 import functools
-import re
 
 from content.checkers._scaling import learning_rate, scaling
 from content.checkers._scenario import Scenario
 from content.checkers._timing import timing, transforms
-from content.checkers._trace import Malformed, Trace, replay
+from content.checkers._trace import Trace, replay
+from content.checkers._verdict import Finding, error_result, scenarios, verdict
 from content.checkers._windows import count, updates
 
 # Each scenario's accumulation_steps differs from its batch_size, num_epochs and length, and
@@ -49,7 +49,6 @@ MISTAKES = (
     "scheduler_every_micro_batch", "leftover_gradients",
 )
 WARNINGS = {"leftover_gradients"}
-Finding = tuple[str | None, str]  # (mistake id or None, feedback)
 
 
 @functools.cache
@@ -73,50 +72,12 @@ def judge(observations) -> dict:
              "error": None | {"type": str, "message": str, "line": int | None}}
     Raises Malformed when the observations are not what the observer writes.
     """
-    if not isinstance(observations, dict) or not isinstance(observations.get("scenarios"),
-                                                             list):
-        raise Malformed("no scenarios were observed")
+    observed = scenarios(observations, len(SCENARIOS))
     if observations.get("error") is not None:
-        return _error_result(observations["error"])
-    if len(observations["scenarios"]) != len(SCENARIOS):
-        raise Malformed("not every scenario was observed")
-    found: dict[str, str] = {}
-    unexplained: list[str] = []
-    for scn, data, observed in zip(SCENARIOS, plan(), observations["scenarios"], strict=True):
-        trace = replay(scn, data, observed)
-        for mistake, text in diagnose(trace, scn):
-            if mistake is None:  # the same story told with another scenario's numbers
-                if _shape(text) not in map(_shape, unexplained):
-                    unexplained.append(text)
-            else:
-                found.setdefault(mistake, text)
-    mistakes = [m for m in MISTAKES if m in found]
-    return {
-        "status": "ok",
-        "passed": not unexplained and set(mistakes) <= WARNINGS,
-        "mistakes": mistakes,
-        "feedback": [found[m] for m in mistakes] + unexplained,
-        "error": None,
-    }
-
-
-def _shape(text: str) -> str:
-    return re.sub(r"\d+(\.\d+)?", "#", text)
-
-
-def _error_result(error) -> dict:
-    if not isinstance(error, dict):
-        raise Malformed("error detail")
-    kind, message, line = (str(error.get("type"))[:100], str(error.get("message"))[:2000],
-                           error.get("line"))
-    if not isinstance(line, int) or isinstance(line, bool):
-        line = None
-    where = f"line {line}: " if line else ""
-    return {
-        "status": "error", "passed": False, "mistakes": [],
-        "feedback": [f"{where}{kind}: {message}"],
-        "error": {"type": kind, "message": message, "line": line},
-    }
+        return error_result(observations["error"])
+    return verdict((diagnose(replay(scn, data, obs), scn)
+                    for scn, data, obs in zip(SCENARIOS, plan(), observed, strict=True)),
+                   MISTAKES, WARNINGS)
 
 
 # -- diagnosis ----------------------------------------------------------------------------------

@@ -1,0 +1,85 @@
+"""Behavioural checker for the code card `gradient-accumulation/amp-clip-loop`:
+accumulation with AMP's GradScaler and gradient clipping, on the CPU.
+
+Same two halves as `train_loop` (the observer runs the code in the jailed child; this module
+judges in the sandbox service, without torch), with an `AmpScenario`: the child also gets
+`scaler`, an enabled GradScaler for the device, and `max_norm`. The windows, the loss scaling
+and the clearing are judged exactly as on the plain card (`train_loop.diagnose`, any correct
+window plan passes); on top of that (`_amp`): the loss goes through scaler.scale(), each
+update's gradients are clipped once, after they were unscaled, to max_norm, and the step goes
+through scaler.step(). A loop that calls the scaler out of order makes torch raise; that error
+is told in plain words, with the mistake behind it when the calls before it show one
+(`_scaler_errors`).
+
+Autocast stays off in the child (as on the plain card): the card judges the order of scaling,
+unscaling, clipping and stepping, not the rounding of float16.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from content.checkers import train_loop
+from content.checkers._amp import SCALING_IDS, amp
+from content.checkers._scaler_errors import explain
+from content.checkers._scenario import AmpScenario
+from content.checkers._trace import Trace, replay
+from content.checkers._verdict import Finding, error_result, scenarios, verdict
+from content.checkers._windows import updates
+
+# As on the plain card, accumulation_steps differs from every other number given, and the
+# scenarios differ in it and in max_norm, so a wrong name or a hard-coded number shows. The
+# second scaler grows its scale every 3 updates: the scale is not a constant to divide by.
+SCENARIOS = (
+    AmpScenario(accumulation_steps=4, batch_size=3, num_epochs=2, learning_rate=0.1,
+                n_batches=12, seed=21, max_norm=0.5, init_scale=2.0 ** 16),
+    AmpScenario(accumulation_steps=3, batch_size=5, num_epochs=4, learning_rate=0.05,
+                n_batches=10, seed=22, max_norm=0.8, init_scale=2.0 ** 12,
+                growth_interval=3),  # 10 = 3 * 3 + 1: a partial last window
+)
+MISTAKES = (
+    "no_loss_scaling", "mismatched_scaling", "optimizer_step_instead_of_scaler_step",
+    "step_every_batch", "off_by_one_modulo", "wrong_update_frequency", "zero_grad_every_batch",
+    "missing_zero_grad", "missing_backward", "step_before_backward", "missing_scaler_update",
+    "unscale_every_micro_batch", "clip_before_unscale", "clip_every_micro_batch",
+    "clip_after_step",
+    "lr_scaled_instead_of_loss", "scheduler_every_micro_batch", "leftover_gradients",
+)
+WARNINGS = {"leftover_gradients"}
+
+
+@functools.cache
+def plan() -> list[dict]:
+    """What the jailed child gets: each scenario with its data (never the answer)."""
+    return [scn.plan() for scn in SCENARIOS]
+
+
+def check(code: str, device: str = "cpu") -> dict:
+    """Observe and judge in THIS process: for trusted code only (deck lint, tests)."""
+    from content.checkers._observe import observe
+
+    return judge(observe(code, plan(), device))
+
+
+def judge(observations) -> dict:
+    """Judge a child's observations of the scenarios in `plan()`; the result is shaped as
+    `train_loop.judge`'s. Raises Malformed when the observations are not the observer's."""
+    observed = scenarios(observations, len(SCENARIOS))
+    if observations.get("error") is not None:
+        k = max(len(observed) - 1, 0)  # the scenario the code raised in
+        trace = replay(SCENARIOS[k], plan()[k], observed[k]) if observed else None
+        return error_result(observations["error"],
+                            explain(observations["error"], trace, SCENARIOS[k]))
+    return verdict((diagnose(replay(scn, data, obs), scn)
+                    for scn, data, obs in zip(SCENARIOS, plan(), observed, strict=True)),
+                   MISTAKES, WARNINGS)
+
+
+def diagnose(trace: Trace, scn: AmpScenario) -> list[Finding]:
+    findings = train_loop.diagnose(trace, scn)
+    if not trace.contribs or trace.truncated or trace.anomaly or trace.losses == 0:
+        return findings  # nothing trained that the order of an AMP window could explain
+    extra = amp(trace, scn, updates(trace))
+    if any(m == "optimizer_step_instead_of_scaler_step" for m, _ in extra):
+        findings = [f for f in findings if f[0] not in SCALING_IDS]
+    return findings + extra
