@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from bot.feedback import LETTERS, feedback, numbered_code, when
+from bot.feedback import LETTERS, feedback, lettered, numbered_code, when
 from bot.tutor import (
     InvalidAnswer,
     Served,
@@ -99,11 +99,11 @@ class Console:
         self.say(f"== {label} - {card.difficulty} - {', '.join(card.topics)}")
         self.say(card.prompt)
         if isinstance(card, FillInCard):
-            self._show_fill_in(card)
+            self._show_fill_in(card, served)
         elif isinstance(card, CodeCard):
             self._show_code(card)
         else:
-            self._show_choice(card)
+            self._show_choice(card, served)
         while True:
             response = self._read_response(served, card)
             if isinstance(response, Served):  # a hint was shown
@@ -125,19 +125,19 @@ class Console:
                 self.answered += 1
                 return
 
-    def _show_fill_in(self, card: FillInCard) -> None:
+    def _show_fill_in(self, card: FillInCard, served: Served) -> None:
         self.say()
         self.say(_indent(numbered_code(card)))
         self.say()
-        self.say("  " + "   ".join(f"{LETTERS[i]}) {c.text}" for i, c in enumerate(card.chips)))
+        self.say("  " + "   ".join(f"{letter}) {c.text}" for letter, c in lettered(card, served)))
 
-    def _show_choice(self, card: ChoiceCard) -> None:
+    def _show_choice(self, card: ChoiceCard, served: Served) -> None:
         if card.code:
             self.say()
             self.say(_indent(card.code))
         self.say()
-        for i, option in enumerate(card.options):
-            self.say(f"  {LETTERS[i]}) {option.text}")
+        for letter, option in lettered(card, served):
+            self.say(f"  {letter}) {option.text}")
             if option.code:
                 self.say(_indent(option.code, "       "))
 
@@ -179,33 +179,31 @@ class Console:
                 continue
             try:
                 if isinstance(card, FillInCard):
-                    return self._parse_fill_in(card, line)
-                return self._parse_choice(card, line)
+                    return self._parse_fill_in(card, served, line)
+                return self._pick(card, served, line)
             except ValueError as exc:
                 self.say(str(exc))
 
-    def _pick(self, ids_texts: list[tuple[str, str]], token: str) -> str:
+    def _pick(self, card: ChoiceCard | FillInCard, served: Served, token: str) -> str:
+        """An option or chip id from its letter as shown to this learner, text or id."""
         token = token.strip().strip("`")
-        if len(token) == 1 and token.upper() in LETTERS[: len(ids_texts)]:
-            return ids_texts[LETTERS.index(token.upper())][0]
-        for item_id, text in ids_texts:
-            if token.lower() in (text.lower(), item_id.lower()):
-                return item_id
-        raise ValueError(f"'{token}' is not one of the options (A-{LETTERS[len(ids_texts) - 1]}).")
+        shown = dict(lettered(card, served))
+        if len(token) == 1 and token.upper() in shown:
+            return shown[token.upper()].id
+        for item in shown.values():
+            if token.lower() in (item.text.lower(), item.id.lower()):
+                return item.id
+        raise ValueError(f"'{token}' is not one of the options (A-{LETTERS[len(shown) - 1]}).")
 
-    def _parse_choice(self, card: ChoiceCard, line: str) -> str:
-        return self._pick([(o.id, o.text) for o in card.options], line)
-
-    def _parse_fill_in(self, card: FillInCard, line: str) -> dict[str, str]:
+    def _parse_fill_in(self, card: FillInCard, served: Served, line: str) -> dict[str, str]:
         tokens = [t for t in re.split(r"[\s,]+", line) if t]
         if len(tokens) != len(card.blanks):
             raise ValueError(
                 f"This card has {len(card.blanks)} blank(s): give {len(card.blanks)} "
                 f"answer(s) in order, e.g. '{' '.join(LETTERS[: len(card.blanks)].lower())}'."
             )
-        chips = [(c.id, c.text) for c in card.chips]
         pairs = zip(card.blanks, tokens, strict=True)
-        return {blank.id: self._pick(chips, token) for blank, token in pairs}
+        return {blank.id: self._pick(card, served, token) for blank, token in pairs}
 
     def _show_verdict(self, card, verdict: Verdict) -> None:
         fb = feedback(card, verdict, self.tutor.today(self.learner))

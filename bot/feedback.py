@@ -12,9 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
-from bot.tutor import Verdict, correct_answer
+from bot.option_order import in_order
+from bot.tutor import Served, Verdict, correct_answer
 from content.loader import AnyCard
-from content.schema import BLANK_RE, ChoiceCard, CodeCard, FillInCard
+from content.schema import BLANK_RE, Chip, ChoiceCard, CodeCard, FillInCard, Option
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # options and chips are shown as A, B, C, ...
 KIND_LABEL = {"new": "New card", "review": "Review", "drill": "Once more", "cram": "Practice"}
@@ -60,6 +61,16 @@ def when(day: date, today: date) -> str:
     if days <= 0:
         return "today"
     return "tomorrow" if days == 1 else f"in {days} days ({day.isoformat()})"
+
+
+def shown(card: AnyCard, served: Served) -> list[Option] | list[Chip]:
+    """The card's options or chips in the order this serve shows them."""
+    return in_order(card, served.order)
+
+
+def lettered(card: AnyCard, served: Served) -> list[tuple[str, Option | Chip]]:
+    """The same, each with the letter it is shown under."""
+    return list(zip(LETTERS, shown(card, served), strict=False))
 
 
 def blank_number(card: FillInCard, blank_id: str) -> int:

@@ -17,6 +17,7 @@ from typing import Literal
 import sqlalchemy as sa
 
 from bot.observability import record_answer
+from bot.option_order import shuffled
 from content.loader import AnyCard, DeckLibrary
 from content.schema import ChoiceCard, CodeCard, FillInCard
 from scheduler.grading import DEFAULT_POLICY, MAX_ATTEMPTS, GradePolicy, needs_drill, quality_for
@@ -81,7 +82,8 @@ class Served:
     # The learner's calendar, so answering needs no extra read.
     timezone: str = "UTC"
     rollover_hour: int = 4
-
+    # Option (or chip) ids in the order shown; () for a card stored before orders were kept.
+    order: tuple[str, ...] = ()
 
     def next_attempt(self, chosen) -> Served:
         """This card after one more attempt (hot path: a third of dataclasses.replace)."""
@@ -97,6 +99,7 @@ class Served:
         data["served_at"] = self.served_at.isoformat()
         data["state"] = [self.state.ef100, self.state.repetitions, self.state.interval]
         data["chosen"] = list(self.chosen)
+        data["order"] = list(self.order)
         return data
 
     @classmethod
@@ -106,6 +109,7 @@ class Served:
             "served_at": datetime.fromisoformat(data["served_at"]),
             "state": SM2State(*data["state"]),
             "chosen": tuple(data["chosen"]),
+            "order": tuple(data.get("order", ())),
         })
 
 
@@ -261,8 +265,9 @@ class Tutor:
         if guild_id is not None:
             self.store.touch_guild(guild_id, learner.id, self.clock())
         now = self.clock()
+        serve_id = new_serve_id(now)
         return Served(
-            serve_id=new_serve_id(now),
+            serve_id=serve_id,
             learner_id=learner.id,
             card_id=card.id,
             card_rev=card.rev,
@@ -275,6 +280,7 @@ class Tutor:
             guild_id=guild_id,
             timezone=learner.timezone,
             rollover_hour=learner.rollover_hour,
+            order=shuffled(card, serve_id),
         )
 
     def card(self, served: Served) -> AnyCard:

@@ -11,10 +11,15 @@ import pexpect
 import pytest
 
 from bot.console import Console
+from tests.helpers.console import letter_of, letters, shown_letters
 from tests.helpers.paths import REPO
 
+WHY = {"To average gradients over the micro-batches", "To train faster", "To save memory"}
 
-def play(tutor, lines: list[str], learner_name: str = "sam") -> str:
+
+def play(tutor, lines: list, learner_name: str = "sam") -> str:
+    """Type `lines`; a callable line is given what was printed so far (to find the letter
+    an option is shown under)."""
     learner = tutor.learner(f"local:{learner_name}", display_name=learner_name)
     feed = iter(lines)
 
@@ -24,6 +29,7 @@ def play(tutor, lines: list[str], learner_name: str = "sam") -> str:
             line = next(feed)
         except StopIteration:
             raise EOFError from None
+        line = line(out.getvalue()) if callable(line) else line
         out.write(line + "\n")
         return line
 
@@ -33,8 +39,11 @@ def play(tutor, lines: list[str], learner_name: str = "sam") -> str:
 
 
 def test_a_wrong_chip_is_explained_then_the_right_one_is_scheduled(tutor):
-    text = play(tutor, ["b", "a", "q"])
-    assert "optimizer.[1]()" in text and "A) zero_grad   B) step   C) backward" in text
+    text = play(tutor, [letters("step"), letters("zero_grad"), "q"])
+    assert "optimizer.[1]()" in text
+    chips = shown_letters(text.split("Answer >")[0])
+    assert set(chips) == {"zero_grad", "step", "backward"}
+    assert sorted(chips.values()) == ["A", "B", "C"]
     assert "You chose 'step' for [1]: step() updates the weights." in text
     assert "Common mistake - Wrong method: That method does something else entirely." in text
     assert "2 attempt(s) left." in text
@@ -45,36 +54,54 @@ def test_a_wrong_chip_is_explained_then_the_right_one_is_scheduled(tutor):
 
 
 def test_multi_blank_answers_by_letter_or_text_and_only_wrong_blanks_are_explained(tutor):
-    text = play(tutor, ["zero_grad", "b, C", "accumulation_steps backward", "q"])
+    def mixed_case(output: str) -> str:  # letters in either case, with a comma
+        return f"{letter_of(output, 'batch_size').lower()}, {letter_of(output, 'backward')}"
+
+    text = play(tutor, ["zero_grad", mixed_case, "accumulation_steps backward", "q"])
     assert "loss = loss / [1]\n    loss.[2]()" in text
     assert "You chose 'batch_size' for [1]" in text and "for [2]" not in text
     assert text.count("Correct") == 2
 
 
 def test_bad_input_costs_no_attempt_and_says_what_is_expected(tutor):
-    text = play(tutor, ["z", "a b", "", "a", "q"])
+    text = play(tutor, ["z", letters("zero_grad", "step"), "", letters("zero_grad"), "q"])
     assert "'z' is not one of the options (A-C)." in text
     assert "This card has 1 blank(s): give 1 answer(s) in order, e.g. 'a'." in text
     assert "Correct!" in text and "attempt(s) left" not in text
 
 
 def test_three_misses_reveal_the_answer_and_the_hint_is_shown(tutor):
-    text = play(tutor, ["a", "?", "a a", "b a", "c c", "q"])
+    text = play(tutor, [letters("zero_grad"), "?",
+                        letters("accumulation_steps", "accumulation_steps"),
+                        letters("batch_size", "accumulation_steps"),
+                        letters("backward", "backward"), "q"])
     assert "Hint: Divide by how many micro-batches make one update." in text
     assert "The answer: accumulation_steps, backward" in text
     assert "Divide, then call backward()." in text
 
 
 def test_multiple_choice_shows_solution_steps(tutor):
-    text = play(tutor, ["a", "a c", "B", "average", "q"])
-    assert "  A) To average gradients over the micro-batches" in text
+    text = play(tutor, ["zero_grad", "accumulation_steps backward",
+                        letters("To train faster"), "average", "q"])
+    assert set(shown_letters(text)) == WHY
     assert "You chose 'To train faster': Scaling does not change speed." in text
     assert "1. Sum: N backward calls add N gradients." in text
     assert "Correct, on attempt 2." in text
 
 
+def test_a_typed_letter_answers_the_option_shown_under_it(tutor):
+    """Whatever the shuffle put under each letter, typing it answers that option."""
+    for n, wrong in enumerate(sorted(WHY - {"To average gradients over the micro-batches"})):
+        text = play(tutor, ["zero_grad", "accumulation_steps backward",
+                            letters(wrong), "q"], learner_name=f"learner{n}")
+        letter = letter_of(text.rsplit("Answer >", 1)[0], wrong)
+        assert f"Answer > {letter}\nNot quite." in text
+        assert f"You chose '{wrong}'" in text
+
+
 def test_a_finished_session_says_when_the_next_review_is(tutor, clock):
-    text = play(tutor, ["a", "a c", "a"])
+    text = play(tutor, ["zero_grad", "accumulation_steps backward",
+                        letters("To average gradients over the micro-batches")])
     assert "Answered 3 card(s) this session." in text
     assert "All caught up. Next review: tomorrow." in text
     clock.advance(days=1)
@@ -90,7 +117,8 @@ def _env() -> dict:
 def test_piped_session_through_the_cli_persists_progress(tmp_path):
     db = tmp_path / "learner.db"
     command = [sys.executable, "-m", "bot", "practice", "--db", str(db), "--learner", "kim"]
-    first = subprocess.run(command, input="b\na\n", capture_output=True, text=True,
+    # A pipe cannot read the shuffled letters first: it answers with the chips' text.
+    first = subprocess.run(command, input="step\nzero_grad\n", capture_output=True, text=True,
                            env=_env(), cwd=tmp_path, timeout=60)
     assert first.returncode == 0, first.stderr
     assert "0 due now, 10 new left today." in first.stdout
@@ -110,13 +138,14 @@ def test_a_learner_in_a_real_terminal(tmp_path):
     )
     child.expect("optimizer.\\[1\\]\\(\\)")
     child.expect("Answer > ")
+    card = child.before
     child.sendline("?")
     child.expect("Hint: ")
     child.expect("Answer > ")
-    child.sendline("c")
+    child.sendline(letter_of(card, "backward").lower())
     child.expect("You chose 'backward'")
     child.expect("2 attempt\\(s\\) left")
-    child.sendline("a")
+    child.sendline(letter_of(card, "zero_grad"))
     child.expect("Correct, on attempt 2.")
     child.expect("Answer > ")  # the next card
     child.sendcontrol("d")
@@ -143,7 +172,9 @@ def test_a_code_card_in_the_terminal_is_judged_in_the_sandbox(tmp_path):
             "    if (i + 1) % accumulation_steps == 0 or i + 1 == len(dataloader):\n"
             "        optimizer.step()\n"
             "        optimizer.zero_grad()\n")
-    answers = "a b a\nc\n" + code + "EOF\nq\n"  # the topic's fill-in, MCQ, then the loop
+    # The topic's fill-in and MCQ by id (a pipe cannot read the shuffled letters), the loop.
+    answers = ("accumulation_steps backward accumulation_steps\nstep-and-clear-per-window\n"
+               + code + "EOF\nq\n")
     result = subprocess.run(
         [sys.executable, "-m", "bot", "practice", "--db", str(tmp_path / "c.db"),
          "--learner", "coder", "--topic", "training-loop"],

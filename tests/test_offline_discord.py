@@ -96,7 +96,7 @@ async def world(tmp_path_factory):
     server = await OfflineDiscord().start()
     bot = await launch_bot(server, tmp_path_factory.mktemp("bot"))
     try:
-        await server.wait_ready(timeout=8)
+        await server.wait_ready(timeout=60)  # a bound for a hung bot only
         yield server
     finally:
         rc = await bot.stop()
@@ -187,7 +187,7 @@ async def test_closed_dms_and_rate_limits(world):
 async def test_bot_process_stops_cleanly(tmp_path):
     async with OfflineDiscord() as server:
         bot = await launch_bot(server, tmp_path)
-        await server.wait_ready(timeout=8)
+        await server.wait_ready(timeout=60)  # a bound for a hung bot only
         assert server.connected == 1
         rec = await server.slash(server.create_user("erin"), "ping")  # bot is in its event loop
         assert rec.content == "pong"

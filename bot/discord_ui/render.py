@@ -11,7 +11,15 @@ from datetime import date
 import discord
 
 from bot.discord_ui import components as c
-from bot.feedback import KIND_LABEL, LETTERS, Feedback, feedback, numbered_code, when
+from bot.feedback import (
+    KIND_LABEL,
+    Feedback,
+    feedback,
+    lettered,
+    numbered_code,
+    shown,
+    when,
+)
 from bot.tutor import MAX_ATTEMPTS, Progress, Served, Verdict
 from content.loader import AnyCard
 from content.schema import ChoiceCard, FillInCard
@@ -35,7 +43,7 @@ def card_embed(card: AnyCard, served: Served, finished: bool = False) -> discord
     elif isinstance(card, ChoiceCard):
         if card.code:
             parts.append(code_block(card.code))
-        for letter, option in zip(LETTERS, card.options, strict=False):
+        for letter, option in lettered(card, served):
             parts.append(f"**{letter}.** {option.text}")
             if option.code:
                 parts.append(code_block(option.code))
@@ -97,13 +105,14 @@ def card_view(card: AnyCard, served: Served, draft: dict | None = None) -> disco
     view = discord.ui.View(timeout=None)
     sid, attempt = served.serve_id, served.attempts
     if isinstance(card, ChoiceCard):
-        for letter, option in zip(LETTERS, card.options, strict=False):
+        for letter, option in lettered(card, served):
             view.add_item(c.OptionButton(sid, attempt, option.id, letter))
     elif isinstance(card, FillInCard):
         for number, blank in enumerate(card.blanks, 1):
             chosen = (draft or {}).get(blank.id)
             options = [discord.SelectOption(label=clip(chip.text, 100), value=chip.id,
-                                            default=chip.id == chosen) for chip in card.chips]
+                                            default=chip.id == chosen)
+                       for chip in shown(card, served)]
             view.add_item(c.BlankSelect(sid, blank.id, f"Blank [{number}]", options, number - 1))
         view.add_item(c.SubmitButton(sid, attempt, len(card.blanks)))
     else:

@@ -6,7 +6,7 @@ import pytest
 
 from bot.discord_ui.client import TutorBot
 from bot.sandbox.judge import BackgroundSandbox
-from tests.helpers.discord import custom_ids, pick_and_submit, verdict_message
+from tests.helpers.discord import choose, custom_ids, pick_and_submit, verdict_message
 
 NO_SCALING = """\
 for i, (inputs, labels) in enumerate(dataloader):
@@ -38,7 +38,7 @@ async def test_a_code_answer_is_run_in_the_sandbox_and_explained(world, store):
     await pick_and_submit(ann, full_loop, {"divisor": "accumulation_steps",
                                            "method": "backward", "window": "accumulation_steps"})
     correct_loop = (await ann.slash(channel, "practice", topic="training-loop")).response
-    await ann.click(correct_loop, label="C")
+    await choose(ann, correct_loop, "step-and-clear-per-window")
     card = (await ann.slash(channel, "practice", topic="training-loop")).response
     assert card.embeds[0].footer.text.endswith("gradient-accumulation/train-loop")
     shown = await ann.click(card, label="Write code")

@@ -6,6 +6,7 @@ changes nothing."""
 from __future__ import annotations
 
 from tests.helpers.discord import (
+    choose,
     custom_ids,
     forged_slash,
     learner_of,
@@ -13,6 +14,9 @@ from tests.helpers.discord import (
     still_showing,
     store_now,
 )
+
+# Options of the "concept" topic's card (gradient-accumulation/purpose).
+RIGHT, WRONG, OTHER_WRONG = "split-batch-to-save-memory", "raise-learning-rate", "reduce-parameters"
 
 
 def _button(custom_id: str, label: str = "Forged") -> dict:
@@ -62,7 +66,7 @@ async def test_write_code_on_a_card_that_is_not_a_code_card_says_so(world, store
     refused = await ann.click(card, label="Write code")
     assert refused.ephemeral and "not answered with code" in refused.response.content
     assert store.load_served(sid).attempts == 0
-    assert (await ann.click(card, label="D")).response.embeds[1].title == "Correct!"
+    assert (await choose(ann, card, RIGHT)).response.embeds[1].title == "Correct!"
 
 
 async def test_a_button_no_handler_knows_gets_a_reply(world):
@@ -79,11 +83,11 @@ async def test_a_card_whose_answer_was_counted_without_feedback_can_go_on(world,
     _, channel, ann, _ = world
     card = (await ann.slash(channel, "practice", topic="concept")).response
     shown = [dict(row) for row in card.components]
-    await ann.click(card, label="A")
+    await choose(ann, card, OTHER_WRONG)
     still_showing(card, shown)
-    stale = await ann.click(card, label="B")
+    stale = await choose(ann, card, WRONG)
     assert "as it stands" in stale.response.content
-    again = await ann.click(stale.response, label="D")
+    again = await choose(ann, stale.response, RIGHT)
     assert again.response.embeds[1].title == "Correct, on attempt 2."
     assert len(store.reviews_on(learner_of(store, ann).id, store_now().date())) == 1
     assert [cid.split(":")[1] for cid in custom_ids(again.response)] == ["next"]

@@ -9,8 +9,10 @@ import sqlalchemy as sa
 
 from scheduler.served_store import served_t
 from tests.helpers.discord import (
+    choose,
     custom_ids,
     learner_of,
+    letter_for,
     pick_and_submit,
     served_id,
     still_showing,
@@ -18,6 +20,8 @@ from tests.helpers.discord import (
 )
 
 ZERO_GRAD = "gradient-accumulation/zero-grad"
+# The options of the "concept" topic's card (gradient-accumulation/purpose) these tests pick.
+RIGHT, WRONG, OTHER_WRONG = "split-batch-to-save-memory", "raise-learning-rate", "reduce-parameters"
 
 
 async def test_learn_serves_a_private_fill_in_card(world, store):
@@ -26,11 +30,13 @@ async def test_learn_serves_a_private_fill_in_card(world, store):
     assert result.ephemeral
     (embed,) = result.response.embeds
     assert embed.title == "New card · easy · optimizer-basics"
-    assert "```py\noptimizer.[1]()\n```" in embed.description
+    assert ("```py\nif (i + 1) % accumulation_steps == 0:\n    optimizer.step()\n"
+            "    optimizer.[1]()\n```") in embed.description
     assert embed.footer.text == f"3 attempts left · {ZERO_GRAD}"
     select = result.response.components[0]["components"][0]
     assert select["placeholder"] == "Blank [1]"
-    assert [o["label"] for o in select["options"]] == ["zero_grad", "step", "backward", "eval"]
+    assert sorted(o["label"] for o in select["options"]) == ["backward", "eval", "step",
+                                                             "zero_grad"]
     assert {"Submit", "Hint"} <= {c.get("label") for row in result.response.components
                                   for c in row["components"]}
     learner = learner_of(store, ann)
@@ -46,7 +52,8 @@ async def test_a_wrong_chip_explains_its_mistake_then_the_right_one_schedules(wo
     wrong = await pick_and_submit(ann, card, {"method": "step"})
     feedback = wrong.response.embeds[1]
     assert feedback.title == "Not quite. 2 attempts left."
-    assert "**[1] `step`**: optimizer.step() applies an update" in feedback.description
+    assert "**[1] `step`**: A second optimizer.step() applies the same window's" in (
+        feedback.description)
     assert "Stepping where gradients should be cleared" in feedback.description
     assert "zero_grad" not in feedback.description.split("Stepping")[0].replace(
         "optimizer.step()", "")  # the answer is not revealed while attempts remain
@@ -79,13 +86,13 @@ async def test_multiple_choice_buttons_explain_the_chosen_option(world, store):
     card = (await ann.slash(channel, "practice", topic="concept")).response
     assert [c["label"] for c in card.components[0]["components"]] == ["A", "B", "C", "D"]
     assert "**A.**" in card.embeds[0].description
-    wrong = await ann.click(card, label="B")
+    wrong = await choose(ann, card, WRONG)
     text = wrong.response.embeds[1].description
     deck_card = store_deck().card("gradient-accumulation/purpose")
-    option = next(o for o in deck_card.options if o.id == "raise-learning-rate")
+    option = next(o for o in deck_card.options if o.id == WRONG)
     assert option.says in text
     assert store_deck().mistake("thinks_lr_changes").explanation.split()[0] in text
-    right = await ann.click(wrong.response, label="D")
+    right = await choose(ann, wrong.response, RIGHT)
     assert right.response.embeds[1].title == "Correct, on attempt 2."
     assert "1. **" in right.response.embeds[1].description  # the step-by-step solution
 
@@ -119,9 +126,9 @@ async def test_a_double_click_records_one_answer(world, store):
     _, channel, ann, _ = world
     card = (await ann.slash(channel, "practice", topic="concept")).response
     shown = copy.deepcopy(card.components)
-    await ann.click(card, label="D")
+    await choose(ann, card, RIGHT)
     still_showing(card, shown)
-    again = await ann.click(card, label="D")
+    again = await choose(ann, card, RIGHT)
     assert again.ephemeral and "already answered" in again.response.content
     assert len(store.reviews_on(learner_of(store, ann).id, store_now().date())) == 1
 
@@ -130,9 +137,9 @@ async def test_a_click_on_an_outdated_attempt_is_not_counted_twice(world, store)
     _, channel, ann, _ = world
     card = (await ann.slash(channel, "practice", topic="concept")).response
     shown = copy.deepcopy(card.components)
-    await ann.click(card, label="A")
+    await choose(ann, card, OTHER_WRONG)
     still_showing(card, shown)
-    stale = await ann.click(card, label="B")  # rendered for attempt 0, now at attempt 1
+    stale = await choose(ann, card, WRONG)  # rendered for attempt 0, now at attempt 1
     assert stale.ephemeral
     assert stale.response.content.startswith("That click was already counted.")
     # ...with the card as it stands, so a learner whose message kept old buttons goes on.
@@ -148,7 +155,7 @@ async def test_cards_still_answer_after_a_restart(world, simcord_env, store, bot
     _, channel, ann, _ = world
     card = (await ann.slash(channel, "practice", topic="concept")).response
     await simcord_env.restart_bot(TutorBot(bot_tutor))
-    result = await ann.click(card, label="D")
+    result = await choose(ann, card, RIGHT)
     assert result.response.embeds[1].title == "Correct!"
     assert len(store.reviews_on(learner_of(store, ann).id, store_now().date())) == 1
 
@@ -161,7 +168,7 @@ async def test_a_card_changed_since_serving_is_stale(world, store):
     with store.engine.begin() as conn:  # as if served before the card's content changed
         conn.execute(served_t.update().where(served_t.c.serve_id == sid)
                      .values(served={**served, "card_rev": served["card_rev"] - 1}))
-    result = await ann.click(card, label="D")
+    result = await choose(ann, card, RIGHT)
     assert "changed since it was served" in result.response.embeds[0].description
     assert custom_ids(result.response) == ["srs:next:auto"]
     assert store.reviews_on(learner_of(store, ann).id, store_now().date()) == []
@@ -183,10 +190,10 @@ async def test_public_play_needs_the_server_and_only_the_learner_may_answer(worl
     store.update_guild_settings(guild.id, public_play=True)
     card = (await ann.slash(channel, "practice", topic="concept", public=True)).response
     assert not card.ephemeral
-    intruder = await bob.click(card, label="D")
+    intruder = await bob.click(card, label=letter_for(card, RIGHT))
     assert intruder.ephemeral and "served to someone else" in intruder.response.content
     assert store.load_served(served_id(card)).attempts == 0
-    mine = await ann.click(card, label="D")
+    mine = await choose(ann, card, RIGHT)
     assert mine.response.embeds[1].title == "Correct!"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 
 from tests.helpers.clock import store_now
 
@@ -13,6 +14,32 @@ def custom_ids(message) -> list[str]:
 
 def served_id(message) -> str:
     return next(cid.split(":")[2] for cid in custom_ids(message) if cid.startswith("srs:"))
+
+
+def letter_for(message, option_id: str) -> str:
+    """The letter on the button that answers `option_id`: options are shuffled per serve,
+    so a test finds the letter of the option it means in the card it was shown."""
+    return next(c["label"] for row in message.components for c in row["components"]
+                if c.get("custom_id", "").startswith("srs:opt:")
+                and c["custom_id"].rsplit(":", 1)[1] == option_id)
+
+
+async def choose(actor, message, option_id: str):
+    """Click the button the learner sees for `option_id`."""
+    return await actor.click(message, label=letter_for(message, option_id))
+
+
+def shown_options(message) -> dict[str, str]:
+    """{letter: option text} as the card's embed lists them."""
+    return dict(re.findall(r"^\*\*([A-Z])\.\*\* (.*)$", message.embeds[0].description, re.M))
+
+
+def chip_labels(message, blank: str) -> list[str]:
+    """The chips of one blank's select menu, in the order shown."""
+    select = next(c for row in message.components for c in row["components"]
+                  if c.get("custom_id", "").startswith("srs:pick:")
+                  and c["custom_id"].endswith(f":{blank}"))
+    return [o["label"] for o in select["options"]]
 
 
 def learner_of(store, user):
