@@ -17,6 +17,7 @@ from pathlib import Path
 import yaml
 
 from content.draft_yaml import emit, plain
+from content.giveaways import ALLOW_PRAGMA
 from content.loader import DeckError, parse_deck
 from content.schema import SLUG_RE
 
@@ -420,6 +421,8 @@ def import_page(text: str, *, deck_id: str, title: str | None = None,
         f"# DRAFT imported by content/importer.py from {source or 'a practice page'}.",
         "# Guesses and placeholders are flagged (each card's `flags:`, `# GUESS:` comments).",
         "# Review every flag, fix the card and delete the flag before publishing.",
+        "# Answers given away are listed in the import notes; delete the next line to check them.",
+        ALLOW_PRAGMA,
         *emit(deck)]) + "\n"
     if yaml.safe_load(out) != plain(deck):
         raise RuntimeError("importer bug: the emitted YAML does not round-trip")
@@ -427,6 +430,11 @@ def import_page(text: str, *, deck_id: str, title: str | None = None,
         parse_deck(out, "<draft>")
     except DeckError as exc:
         notes += [f"invalid: line {p.line}: {p.message}" for p in exc.problems]
+    else:
+        try:
+            parse_deck(out, "<draft>", giveaways=True)
+        except DeckError as exc:
+            notes += [f"giveaway: line {p.line}: {p.message}" for p in exc.problems]
     return out, notes
 
 

@@ -6,19 +6,24 @@ turn it into `file:line: message`.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from content.giveaways import check_giveaways, spells_out
 from content.schema import BLANK_RE, ChoiceCard, CodeCard, Deck, FillInCard
 
 Path = tuple[Any, ...]
 Problem = tuple[Path, str]
 
 
-def check_deck(deck: Deck) -> list[Problem]:
-    return list(_deck_problems(deck))
+def check_deck(deck: Deck, *, giveaways: bool = True) -> list[Problem]:
+    """Every cross-reference problem, then (unless `giveaways` is off) every answer the
+    deck gives away (`content.giveaways`)."""
+    problems = list(_deck_problems(deck))
+    if giveaways:
+        problems += check_giveaways(deck)
+    return problems
 
 
 def _duplicates(ids: list[str]) -> set[str]:
@@ -64,8 +69,7 @@ def _leaks(hint: str, answer: str) -> bool:
 
     A preceding dot still counts: "call optimizer.zero_grad()" gives away `zero_grad`.
     """
-    pattern = rf"(?<!\w){re.escape(answer)}(?!\w)"
-    return re.search(pattern, hint, flags=re.IGNORECASE) is not None
+    return spells_out(hint, answer)
 
 
 def _fill_in_problems(card: FillInCard, base: Path, refs: list) -> Iterator[Problem]:

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from content.giveaways import allows_giveaways
 from content.lint import check_deck
 from content.schema import ChoiceCard, CodeCard, Deck, FillInCard, Mistake
 
@@ -101,8 +102,12 @@ def _format_pydantic(error: dict) -> str:
     return f"{loc}: {error['msg']}" if loc else error["msg"]
 
 
-def parse_deck(text: str, file: str = "<deck>") -> Deck:
-    """Parse and validate one deck; raise DeckError listing every problem."""
+def parse_deck(text: str, file: str = "<deck>", *, giveaways: bool | None = None) -> Deck:
+    """Parse and validate one deck; raise DeckError listing every problem.
+
+    The give-away checks (`content.giveaways`) run unless `giveaways` is False or, left
+    at None, the text carries the `# tutor-lint: allow-giveaways` line (drafts, fixtures).
+    """
     try:
         root = yaml.compose(text, Loader=_LineLoader)
         data = yaml.load(text, Loader=_LineLoader)
@@ -122,7 +127,10 @@ def parse_deck(text: str, file: str = "<deck>") -> Deck:
             for e in exc.errors()
         ]
         raise DeckError(problems) from None
-    problems = [DeckProblem(file, _line_for(lines, path), msg) for path, msg in check_deck(deck)]
+    if giveaways is None:
+        giveaways = not allows_giveaways(text)
+    problems = [DeckProblem(file, _line_for(lines, path), msg)
+                for path, msg in check_deck(deck, giveaways=giveaways)]
     if problems:
         raise DeckError(problems)
     return deck

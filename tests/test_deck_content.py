@@ -22,6 +22,11 @@ SEED_PAGE = REPO / "content" / "sources" / "gradient-accumulation.txt"
 FILL_IN_IDS = ["zero-grad", "backward", "step-frequency", "scale-loss", "full-loop"]
 CHOICE_IDS = ["purpose", "correct-loop", "printed-loss", "off-by-one", "lr-vs-loss-scaling"]
 CODE_ID = "gradient-accumulation/train-loop"
+# What the seed never taught, each on its own card (issue 14's list, most important first).
+BEYOND_SEED_IDS = ["scheduler-steps", "scheduler-placement", "clip-placement", "amp-steps",
+                   "unequal-micro-batches", "ddp-no-sync", "batchnorm", "not-faster"]
+# Names the beyond-the-seed cards' code may use besides the code card's given names.
+BEYOND_SEED_NAMES = {"scheduler", "max_norm", "scaler", "torch"}
 GIVEN_NAMES = [
     "model", "optimizer", "criterion", "dataloader", "accumulation_steps",
     "batch_size", "learning_rate", "num_epochs", "device",
@@ -110,31 +115,47 @@ def seed_mistake_lines():
 
 # --- structure ------------------------------------------------------------------------------
 
+def _from_seed(deck, kind):
+    return [card for card in _cards(deck, kind) if card.source.startswith("seed")]
+
+
 def test_canonical_deck_loads(deck):
     assert deck.id == "gradient-accumulation"
-    assert len(deck.cards) == 11
+    assert len(deck.cards) >= 11 + len(BEYOND_SEED_IDS)
 
 
 def test_card_types_and_ids(deck):
-    assert [c.id for c in _cards(deck, FillInCard)] == [
+    assert [c.id for c in _from_seed(deck, FillInCard)] == [
         f"gradient-accumulation/{slug}" for slug in FILL_IN_IDS
     ]
-    assert [c.id for c in _cards(deck, ChoiceCard)] == [
+    assert [c.id for c in _from_seed(deck, ChoiceCard)] == [
         f"gradient-accumulation/{slug}" for slug in CHOICE_IDS
     ]
-    assert [c.id for c in _cards(deck, CodeCard)] == [CODE_ID]
+    assert _cards(deck, CodeCard)[0].id == CODE_ID
     assert all(card.rev >= 1 and card.source for card in deck.cards)
 
 
+def test_what_the_seed_never_taught_has_its_cards(deck):
+    ids = {card.id for card in deck.cards}
+    assert {f"gradient-accumulation/{slug}" for slug in BEYOND_SEED_IDS} <= ids
+    assert all(deck.card(f"gradient-accumulation/{slug}").source.startswith("written for")
+               for slug in BEYOND_SEED_IDS)
+
+
 def test_blank_counts(deck):
-    counts = {card.id.split("/")[1]: len(card.blanks) for card in _cards(deck, FillInCard)}
+    counts = {card.id.split("/")[1]: len(card.blanks) for card in _from_seed(deck, FillInCard)}
     assert counts == {"zero-grad": 1, "backward": 1, "step-frequency": 1,
                       "scale-loss": 2, "full-loop": 3}
 
 
-def test_task5_has_only_the_three_seed_chips(deck):
+def test_task5_offers_three_candidates_of_each_type_per_blank(deck):
+    # The seed's three chips left one chip of the right type per blank (a give-away) and
+    # made its own mistake, different variables for scaling and frequency, impossible.
     card = deck.card("gradient-accumulation/full-loop")
-    assert sorted(chip.text for chip in card.chips) == ["accumulation_steps", "backward", "step"]
+    assert sorted(chip.text for chip in card.chips) == [
+        "accumulation_steps", "backward", "batch_size", "num_epochs", "step", "zero_grad"]
+    window = next(blank for blank in card.blanks if blank.id == "window")
+    assert window.wrong["batch_size"].mistake == "wrong_update_frequency"
     assert any("option C" in flag for flag in card.flags)
 
 
@@ -288,13 +309,22 @@ def _free_names(code: str) -> set[str]:
 
 def test_runnable_code_uses_only_the_given_names(deck):
     allowed = set(GIVEN_NAMES)
-    for card in _cards(deck, ChoiceCard):
+    for card in _from_seed(deck, ChoiceCard):
         for where, code in [(card.id, card.code)] + [(o.id, o.code) for o in card.options]:
             if code:
                 assert _free_names(code) <= allowed, (card.id, where, _free_names(code))
     assert _free_names(deck.card(CODE_ID).reference) <= allowed
     full_loop = deck.card("gradient-accumulation/full-loop")
     assert _free_names(_filled(full_loop)) <= allowed
+
+
+def test_beyond_the_seed_code_uses_only_given_names_and_its_tools(deck):
+    allowed = set(GIVEN_NAMES) | BEYOND_SEED_NAMES
+    for slug in BEYOND_SEED_IDS:
+        card = deck.card(f"gradient-accumulation/{slug}")
+        for option in card.options:
+            if option.code:
+                assert _free_names(option.code) <= allowed, (card.id, option.id)
 
 
 def test_mcq2_options_all_scale_the_loss_and_use_accumulation_steps(deck):
