@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from bot.feedback import LETTERS, feedback, lettered, numbered_code, when
+from bot.served import Served
 from bot.tutor import (
     InvalidAnswer,
-    Served,
     Tutor,
     TutorError,
     Verdict,

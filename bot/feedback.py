@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from datetime import date
 
 from bot.option_order import in_order
-from bot.tutor import Served, Verdict, correct_answer
+from bot.served import Served
+from bot.tutor import Verdict, correct_answer
 from content.loader import AnyCard
 from content.schema import BLANK_RE, Chip, ChoiceCard, CodeCard, FillInCard, Option
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from bot.served import Served
 from bot.tutor import (
     AlreadyCounted,
     InvalidAnswer,
     Response,
-    Served,
     StaleCard,
     Tutor,
     TutorError,

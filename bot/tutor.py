@@ -2,13 +2,12 @@
 when to review again. Discord-free; every front end (terminal, Discord) calls only this.
 
 Time is injected (`clock`), never read here. A served card is an immutable `Served` value
-that carries its own attempt state, so a front end can keep it anywhere (memory, a Discord
-custom_id) and the engine stays stateless between calls.
+(`bot/served.py`) that carries its own attempt state, so a front end can keep it anywhere
+(memory, a Discord custom_id) and the engine stays stateless between calls.
 """
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from datetime import date, datetime
@@ -18,6 +17,7 @@ import sqlalchemy as sa
 
 from bot.observability import record_answer
 from bot.option_order import shuffled
+from bot.served import Kind, Served, new_serve_id
 from content.loader import AnyCard, DeckLibrary
 from content.schema import ChoiceCard, CodeCard, FillInCard
 from scheduler.grading import DEFAULT_POLICY, MAX_ATTEMPTS, GradePolicy, needs_drill, quality_for
@@ -26,7 +26,6 @@ from scheduler.sm2 import NEW, SM2State, review
 from scheduler.store import Advance, ReviewRecord, ServedMoved, StaleReview, Store
 from scheduler.studyday import due_day, study_day
 
-Kind = Literal["new", "review", "drill", "cram"]
 Mode = Literal["auto", "review", "learn", "practice"]
 Response = str | Mapping[str, str]
 
@@ -58,59 +57,6 @@ class InvalidAnswer(TutorError):
 
 class AlreadyCounted(TutorError):
     """Another click on this served card got there first; this one changed nothing."""
-
-
-@dataclass(frozen=True, slots=True)
-class Served:
-    """A card in front of a learner, with the attempts made on it so far."""
-
-    serve_id: str
-    learner_id: int
-    card_id: str
-    card_rev: int
-    kind: Kind
-    served_at: datetime
-    # The SM-2 state when served; the review is refused if it moved meanwhile.
-    state: SM2State
-    lapses: int
-    review_count: int | None  # None: a card the learner has never seen
-    attempts: int = 0
-    hint_used: bool = False
-    # One entry per attempt: an option id, {blank: chip}, or a code check summary.
-    chosen: tuple = ()
-    guild_id: int | None = None
-    # The learner's calendar, so answering needs no extra read.
-    timezone: str = "UTC"
-    rollover_hour: int = 4
-    # Option (or chip) ids in the order shown; () for a card stored before orders were kept.
-    order: tuple[str, ...] = ()
-
-    def next_attempt(self, chosen) -> Served:
-        """This card after one more attempt (hot path: a third of dataclasses.replace)."""
-        attempt = object.__new__(Served)
-        for name in self.__slots__:
-            object.__setattr__(attempt, name, getattr(self, name))
-        object.__setattr__(attempt, "attempts", self.attempts + 1)
-        object.__setattr__(attempt, "chosen", (*self.chosen, chosen))
-        return attempt
-
-    def to_json(self) -> dict:
-        data = {name: getattr(self, name) for name in self.__slots__}
-        data["served_at"] = self.served_at.isoformat()
-        data["state"] = [self.state.ef100, self.state.repetitions, self.state.interval]
-        data["chosen"] = list(self.chosen)
-        data["order"] = list(self.order)
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict) -> Served:
-        return cls(**{
-            **data,
-            "served_at": datetime.fromisoformat(data["served_at"]),
-            "state": SM2State(*data["state"]),
-            "chosen": tuple(data["chosen"]),
-            "order": tuple(data.get("order", ())),
-        })
 
 
 @dataclass(frozen=True, slots=True)
@@ -424,12 +370,6 @@ class Tutor:
 
 def _advance(before: Served, after: Served, finished: bool) -> Advance:
     return Advance(before.serve_id, before.attempts, after.to_json(), finished)
-
-
-def new_serve_id(now: datetime) -> str:
-    """Time-ordered (like a UUIDv7): new log rows append to the unique index instead of
-    landing on random pages, which makes each durable commit cheaper."""
-    return f"{int(now.timestamp() * 1000):011x}{secrets.token_hex(6)}"
 
 
 def correct_answer(card: AnyCard) -> str:

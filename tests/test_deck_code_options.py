@@ -26,7 +26,7 @@ CODE_CARD = DECK.card("gradient-accumulation/train-loop")
 # The seed's cards use only the train-loop card's given names; the AMP card's options run
 # in the AMP card's scenarios. The scheduler and clipping cards need names no checker
 # scenario gives (a scheduler sized in updates): what their options claim torch does is
-# checked in tests/test_deck_claims.py.
+# checked in tests/deck_claims/test_tools.py.
 AMP_CARD = "gradient-accumulation/amp-steps"
 OPTIONS = [(card.id, option) for card in DECK.cards if isinstance(card, ChoiceCard)
            and (card.source.startswith("seed") or card.id == AMP_CARD)

@@ -7,7 +7,7 @@ import json
 
 from bot.feedback import lettered, shown
 from bot.play import Play
-from bot.tutor import Served
+from bot.served import Served
 from content.schema import Option
 from tests.helpers.records import RIGHT
 

@@ -8,11 +8,11 @@ from datetime import date, timedelta
 
 import pytest
 
+from bot.served import Served
 from bot.tutor import (
     CodeReport,
     InvalidAnswer,
     NeedsSandbox,
-    Served,
     StaleCard,
     Tutor,
     correct_answer,

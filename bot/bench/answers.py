@@ -7,15 +7,18 @@ schema, in alternating rounds of the same run, so the ratio is fair to the machi
 
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
 import statistics
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bot.tutor import Tutor, new_serve_id
+from bot.served import new_serve_id
+from bot.tutor import Tutor
 from content.loader import DeckLibrary
 from content.schema import ChoiceCard
 from scheduler.db import make_engine, sqlite_url, upgrade
@@ -40,12 +43,12 @@ def _right_answer(card):
     return {b.id: b.answer for b in card.blanks}
 
 
-def _engine_round(tutor: Tutor, library: DeckLibrary, learners: list, n: int) -> list[float]:
+def _engine_round(tutor: Tutor, library: DeckLibrary, learners: Iterator, n: int) -> list[float]:
     """Serve and answer n cards; time only the answer calls."""
     answers = {card.id: _right_answer(card) for card in tutor.servable()}
     timings: list[float] = []
     while len(timings) < n:
-        learner = learners.pop()
+        learner = next(learners)
         while len(timings) < n and (served := tutor.next_card(learner)):
             start = time.perf_counter()
             tutor.answer(served, answers[served.card_id])
@@ -107,9 +110,8 @@ def bench_answers(args) -> dict:
         engine = make_engine(sqlite_url(Path(tmp) / "engine.db"))
         upgrade(engine)
         tutor = Tutor(Store(engine), library, clock=_Clock())
-        cards_per_learner = len(tutor.servable())
-        learners = [tutor.learner(f"bench:{i}")
-                    for i in range(n // cards_per_learner + ROUNDS + 1)]
+        # Fresh learners as needed: each one only gets its daily quota of new cards.
+        learners = (tutor.learner(f"bench:{i}") for i in itertools.count())
 
         raw_engine = make_engine(sqlite_url(Path(tmp) / "raw.db"))
         upgrade(raw_engine)

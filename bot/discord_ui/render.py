@@ -20,7 +20,8 @@ from bot.feedback import (
     shown,
     when,
 )
-from bot.tutor import MAX_ATTEMPTS, Progress, Served, Verdict
+from bot.served import Served
+from bot.tutor import MAX_ATTEMPTS, Progress, Verdict
 from content.loader import AnyCard
 from content.schema import ChoiceCard, FillInCard
 

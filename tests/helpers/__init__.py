@@ -1,2 +1,3 @@
-"""What tests share: paths, the fake clock, records, Discord helpers and the offline
-Discord. Tests import from here, never from another test module."""
+"""What tests share: paths, the fake clock, records, Discord helpers, the offline Discord
+and the torch training loop behind the deck claims. Tests import from here, never from
+another test module."""

@@ -1,0 +1,72 @@
+"""A served card: the immutable `Served` value the engine hands a front end, with its
+attempt state and JSON round trip (kept in memory or in the store between clicks)."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from scheduler.sm2 import SM2State
+
+Kind = Literal["new", "review", "drill", "cram"]
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """A card in front of a learner, with the attempts made on it so far."""
+
+    serve_id: str
+    learner_id: int
+    card_id: str
+    card_rev: int
+    kind: Kind
+    served_at: datetime
+    # The SM-2 state when served; the review is refused if it moved meanwhile.
+    state: SM2State
+    lapses: int
+    review_count: int | None  # None: a card the learner has never seen
+    attempts: int = 0
+    hint_used: bool = False
+    # One entry per attempt: an option id, {blank: chip}, or a code check summary.
+    chosen: tuple = ()
+    guild_id: int | None = None
+    # The learner's calendar, so answering needs no extra read.
+    timezone: str = "UTC"
+    rollover_hour: int = 4
+    # Option (or chip) ids in the order shown; () for a card stored before orders were kept.
+    order: tuple[str, ...] = ()
+
+    def next_attempt(self, chosen) -> Served:
+        """This card after one more attempt (hot path: a third of dataclasses.replace)."""
+        attempt = object.__new__(Served)
+        for name in self.__slots__:
+            object.__setattr__(attempt, name, getattr(self, name))
+        object.__setattr__(attempt, "attempts", self.attempts + 1)
+        object.__setattr__(attempt, "chosen", (*self.chosen, chosen))
+        return attempt
+
+    def to_json(self) -> dict:
+        data = {name: getattr(self, name) for name in self.__slots__}
+        data["served_at"] = self.served_at.isoformat()
+        data["state"] = [self.state.ef100, self.state.repetitions, self.state.interval]
+        data["chosen"] = list(self.chosen)
+        data["order"] = list(self.order)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict) -> Served:
+        return cls(**{
+            **data,
+            "served_at": datetime.fromisoformat(data["served_at"]),
+            "state": SM2State(*data["state"]),
+            "chosen": tuple(data["chosen"]),
+            "order": tuple(data.get("order", ())),
+        })
+
+
+def new_serve_id(now: datetime) -> str:
+    """Time-ordered (like a UUIDv7): new log rows append to the unique index instead of
+    landing on random pages, which makes each durable commit cheaper."""
+    return f"{int(now.timestamp() * 1000):011x}{secrets.token_hex(6)}"
