@@ -155,19 +155,23 @@ async def test_a_long_rate_limit_on_the_acknowledgement_is_not_waited_out(tmp_pa
         await server.wait_commands(timeout=STARTUP_S)
         card = await server.slash(alice, "practice", {"topic": "concept"},
                                   guild_id=guild["id"])
-        buttons = {b["label"]: b["custom_id"] for row in card.components
+        assert card.embeds[0]["title"].endswith("concept")  # the purpose card
+        # Buttons by option id (the shown order is shuffled): two wrong answers, so the
+        # card is still open after the first.
+        buttons = {b["custom_id"].rsplit(":", 1)[1]: b["custom_id"] for row in card.components
                    for b in row["components"] if b["custom_id"].startswith("srs:opt:")}
         server.fail_next("POST", "/interactions/*/callback", 429,
                          {"message": "You are being rate limited.", "retry_after": 4.0,
                           "global": False})
-        missed = await server.click(alice, card.message, buttons["A"], wait=False)
+        missed = await server.click(alice, card.message, buttons["raise-learning-rate"],
+                                    wait=False)
         await wait_for_log(bot, "no acknowledgement within Discord's 3 s")
         callbacks = [r for r in server.requests
                      if r.path.startswith(f"/interactions/{missed.id}/")]
         assert [r.status for r in callbacks] == [429]  # no retry into a dead interaction
         assert missed.callback_type is None
 
-        again = await server.click(alice, card.message, buttons["B"])
+        again = await server.click(alice, card.message, buttons["reduce-parameters"])
         assert "already counted" in again.content and "as it stands" in again.content
         assert again.embeds[0]["title"] == card.embeds[0]["title"]
     finally:

@@ -34,6 +34,7 @@ from content import checkers
 from content.checkers._trace import Malformed
 
 log = logging.getLogger("sandbox.worker")
+DISCARD_WAIT_S = 10.0  # how long a stop waits for the zygote to report a killed child
 
 
 @dataclass
@@ -128,7 +129,11 @@ class ForkServer:
         if not self.zygote.exited(slot.child).done():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(slot.pid, signal.SIGKILL)  # not reaped yet: still this child's pid
-            await self.zygote.exited(slot.child)
+            # Bounded: a zygote that no longer reports exits is stopped next, taking its
+            # children with it, and a stop must not wait on it.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self.zygote.exited(slot.child)),
+                                       DISCARD_WAIT_S)
         self.zygote.forget(slot.child)
         self._release(slot)
 
@@ -376,8 +381,8 @@ async def _serve(server: ForkServer, listen: str | None, mode: int) -> None:
     # SIGTERM (docker stop, the client's stop) still gives back children and cgroups.
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM,
                                                   asyncio.current_task().cancel)
-    await server.start()
     try:
+        await server.start()  # a SIGTERM while starting still stops what was started
         if listen:
             await serve_socket(server, listen, mode)
         else:
