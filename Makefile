@@ -17,7 +17,7 @@ run: $(STAMP)
 # Storage, engine, reminder and leaderboard tests, and playing cards through discord.py
 # (engine calls on worker threads there), run again on a throwaway PostgreSQL.
 POSTGRES_TESTS := tests/test_store.py tests/test_tutor.py tests/test_reminders.py \
-	tests/discord/test_play.py tests/discord/test_forged_input.py \
+	tests/discord/test_play.py tests/discord/test_forged_input.py tests/test_community_decks.py \
 	tests/test_streaks.py tests/test_leaderboard.py
 
 test: $(STAMP)

@@ -290,6 +290,7 @@ def _code_file_arguments(parser: argparse.ArgumentParser, func) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     from bot.bench import BENCHMARKS
+    from bot.deck_cli import add_commands as add_deck_commands
 
     parser = argparse.ArgumentParser(prog="tutor", description=__doc__)
     sub = parser.add_subparsers(dest="command")
@@ -328,6 +329,7 @@ def build_parser() -> argparse.ArgumentParser:
     schema = deck.add_parser("schema", help="print the deck JSON Schema")
     schema.add_argument("-o", "--output")
     schema.set_defaults(func=cmd_deck_schema)
+    add_deck_commands(deck)
 
     check = sub.add_parser("check", help="judge a code answer for a code card")
     check.add_argument("card", help="e.g. gradient-accumulation/train-loop")

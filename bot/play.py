@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from bot.decks import CommunityDecks
 from bot.served import Served
 from bot.tutor import (
     AlreadyCounted,
@@ -56,7 +57,7 @@ class Play:
     def serve(self, learner: Learner, *, mode: str = "auto", topic: str | None = None,
               guild_id: int | None = None, card_id: str | None = None) -> InPlay | None:
         """The next card for this learner, stored; None when nothing is left."""
-        decks = self.store.guild_settings(guild_id).decks if guild_id else None
+        decks = CommunityDecks(self.tutor).enabled(guild_id) if guild_id else None
         served = self.tutor.next_card(learner, mode=mode, topic=topic, guild_id=guild_id,
                                       only=card_id, decks=decks)
         if served is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bot.decks import CommunityDecks
 from bot.tutor import Tutor, TutorError
 from scheduler.models import GuildSettings
 from scheduler.studyday import resolve_zone
@@ -50,13 +51,9 @@ class Servers:
         return self.store.update_guild_settings(guild_id, **changes)
 
     def set_deck(self, guild_id: int, deck: str, enabled: bool) -> list[str]:
-        """Play `deck` on this server or not; the decks played afterwards."""
-        loaded = list(self.tutor.library.decks)
-        if deck not in loaded:
-            raise BadServerSetting(f"No deck '{deck}'. Decks: {', '.join(loaded)}.")
-        current = self.settings(guild_id).decks or loaded
-        chosen = [d for d in loaded if (d in current and d != deck) or (d == deck and enabled)]
-        if not chosen:
-            raise BadServerSetting("At least one deck has to stay on.")
-        self.store.update_guild_settings(guild_id, decks=None if chosen == loaded else chosen)
-        return chosen
+        """Play `deck` on this server or not; the decks played afterwards. One rule for
+        every deck, bundled or uploaded: `CommunityDecks.set_enabled`."""
+        try:
+            return CommunityDecks(self.tutor).set_enabled(guild_id, deck, enabled)
+        except TutorError as exc:
+            raise BadServerSetting(str(exc)) from None

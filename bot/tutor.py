@@ -15,6 +15,7 @@ from typing import Literal
 
 import sqlalchemy as sa
 
+from bot.deck_library import LiveLibrary
 from bot.observability import record_answer
 from bot.option_order import shuffled
 from bot.served import Kind, Served, new_serve_id
@@ -119,10 +120,14 @@ class Tutor:
         code_judge: Callable[[CodeCard, str, int], CodeReport] | None = None,
     ):
         self.store = store
-        self.library = library
+        self.decks = LiveLibrary(store, library, clock)  # bundled files + stored decks
         self.clock = clock
         self.policy = policy
         self.code_judge = code_judge
+
+    @property
+    def library(self) -> DeckLibrary:
+        return self.decks.library
 
     # -- learners ------------------------------------------------------------------------
 
@@ -147,7 +152,10 @@ class Tutor:
     def servable(self, deck_id: str | None = None, topic: str | None = None,
                  decks: Collection[str] | None = None) -> list[AnyCard]:
         """Cards this tutor can judge (code cards only with a sandbox), in deck order;
-        `decks` limits them to a server's enabled decks."""
+        `decks` limits them to a server's enabled decks (default: the bundled ones, or
+        `deck_id` when given)."""
+        if decks is None and deck_id is None:
+            decks = self.decks.bundled.decks
         return [
             card for card in self.library.cards(deck_id)
             if (self.code_judge or not isinstance(card, CodeCard))
@@ -169,6 +177,7 @@ class Tutor:
         """Due reviews (most overdue first), then new cards within the daily limit, then
         rule-7 drills of cards that scored below 4 today. `practice` serves any card;
         `only` limits the choice to one card."""
+        self.decks.refresh()  # another process may have changed a stored deck
         cards = {card.id: card for card in self.servable(deck_id, topic, decks)
                  if only is None or card.id == only}
         today = self.today(learner)
@@ -230,6 +239,9 @@ class Tutor:
         )
 
     def card(self, served: Served) -> AnyCard:
+        known = self.library.has_card(served.card_id)
+        if not known or served.card_rev > self.library.card(served.card_id).rev:
+            self.decks.refresh(force=True)  # served by a process that knew a newer deck
         if not self.library.has_card(served.card_id):
             raise StaleCard("This card is no longer in the deck.")
         card = self.library.card(served.card_id)

@@ -227,3 +227,10 @@ class DeckLibrary:
     def cards(self, deck_id: str | None = None) -> list[AnyCard]:
         decks = [self.deck(deck_id)] if deck_id else list(self.decks.values())
         return [card for deck in decks for card in deck.cards]
+
+
+def line_finder(text: str):
+    """For a deck text that parses: the 1-based line of a YAML path (its deepest node that
+    exists in the file), to report later checks the way the loader reports its own."""
+    lines = dict(_line_index(yaml.compose(text, Loader=_LineLoader)))
+    return lambda path: _line_for(lines, tuple(path))

@@ -171,3 +171,35 @@ class GuildSettings(SQLModel, table=True):
     season_started_at: datetime | None = Field(default=None, sa_column=_utc_column(True))
     # The deck ids this server plays; None: every loaded deck.
     decks: list | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+
+
+class CommunityDeck(SQLModel, table=True):
+    """A deck a server uploaded (issue 15): its current version. Rows are never deleted;
+    `removed` stops serving and keeps the id owned. `changes` grows with every write, so
+    the sum over all rows tells another process its library is out of date."""
+
+    __tablename__ = "community_deck"
+
+    deck_id: str = Field(primary_key=True, max_length=40)
+    owner_guild_id: int = Field(sa_type=sa.BigInteger, index=True)
+    public: bool = Field(default=False)
+    version: int = Field(default=1)
+    title: str = Field(max_length=256)
+    cards: int = Field(default=0)
+    removed: bool = Field(default=False)
+    changes: int = Field(default=1)
+    created_at: datetime = Field(sa_column=_utc_column())
+    updated_at: datetime = Field(sa_column=_utc_column())
+
+
+class CommunityDeckVersion(SQLModel, table=True):
+    """Every version ever uploaded, as sent (history is never rewritten)."""
+
+    __tablename__ = "community_deck_version"
+
+    deck_id: str = Field(foreign_key="community_deck.deck_id", primary_key=True,
+                         max_length=40)
+    version: int = Field(primary_key=True)
+    yaml: str = Field(sa_column=Column(sa.Text, nullable=False))
+    uploaded_by: str = Field(max_length=100)
+    uploaded_at: datetime = Field(sa_column=_utc_column())

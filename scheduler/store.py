@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from scheduler.board_store import BoardQueries
+from scheduler.deck_store import DeckQueries
 from scheduler.models import (
     CardState,
     GuildMember,
@@ -102,7 +103,7 @@ def _insert(table: sa.Table, dialect: str):
     return module.insert(table)
 
 
-class Store(BoardQueries, ReminderQueries, ServedQueries):
+class Store(BoardQueries, DeckQueries, ReminderQueries, ServedQueries):
     def __init__(self, engine: sa.Engine):
         self.engine = engine
         self._write_lock = threading.Lock()

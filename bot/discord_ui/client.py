@@ -11,7 +11,7 @@ import discord
 import yarl
 from discord import app_commands
 
-from bot.discord_ui import cards, me, server
+from bot.discord_ui import cards, decks, me, server
 from bot.discord_ui.community import (
     BoardButton,
     Community,
@@ -51,6 +51,8 @@ class TutorClient:
     def __init__(self, tutor: Tutor, *, dev_guild_id: int | None = None,
                  reminders: bool = False, metrics: tuple[str, int] | None = None, **options):
         options.setdefault("max_ratelimit_timeout", 30.0)  # longer waits fail with a message
+        # Deck text comes from strangers: no message pings unless it names whom (reminders).
+        options.setdefault("allowed_mentions", discord.AllowedMentions.none())
         super().__init__(intents=intents(), **options)
         self.flow = CardFlow(tutor)
         self.community = Community(self.flow)
@@ -63,7 +65,7 @@ class TutorClient:
         self.tree = app_commands.CommandTree(self)
         # Every feature's commands and persistent components, registered here and only here.
         for command in [*cards.commands(self.flow), *me.commands(self.flow, self.community),
-                        *server.commands(self.flow),
+                        *server.commands(self.flow), *decks.commands(self.flow),
                         *build_community_commands(self.community)]:
             self.tree.add_command(command)
         self.tree.on_error = self._on_command_error

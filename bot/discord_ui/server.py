@@ -13,7 +13,7 @@ from bot.tutor import TutorError
 
 
 def commands(flow: CardFlow) -> list[app_commands.Group]:
-    tutor, servers = flow.tutor, Servers(flow.tutor)
+    servers = Servers(flow.tutor)
 
     server = app_commands.Group(
         name="server-settings", description="Settings for this server (admins).",
@@ -63,21 +63,5 @@ def commands(flow: CardFlow) -> list[app_commands.Group]:
                                  f"{settings.timezone}.")
 
     board_settings.autocomplete("timezone")(timezone_names)
-
-    @server.command(name="decks", description="Choose which decks this server plays.")
-    @app_commands.describe(deck="A deck id", enabled="Play it here or not")
-    async def server_decks(interaction: discord.Interaction, deck: str, enabled: bool) -> None:
-        try:
-            chosen = await flow.db(servers.set_deck, interaction.guild_id, deck, enabled)
-        except TutorError as exc:
-            await reply(interaction, str(exc))
-            return
-        await reply(interaction, "Decks played here: " + ", ".join(
-            f"**{tutor.library.deck(d).title}**" for d in chosen) + ".")
-
-    @server_decks.autocomplete("deck")
-    async def deck_ids(interaction, current: str) -> list[app_commands.Choice[str]]:
-        return [app_commands.Choice(name=deck.title[:100], value=deck_id)
-                for deck_id, deck in tutor.library.decks.items() if current in deck_id][:25]
 
     return [server]

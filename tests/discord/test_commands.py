@@ -27,7 +27,8 @@ async def test_every_command_is_synced_and_admin_ones_are_hidden(world, simcord_
     assert set(admin.available_commands(channel)) == LEARNER_COMMANDS | {
         "server-settings public-play", "server-settings reminder-channel",
         "server-settings new-season", "server-settings leaderboard",
-        "server-settings decks"}
+        *(f"deck {c}" for c in ("upload", "list", "show", "enable", "disable", "publish",
+                                "remove", "export"))}
 
 
 async def test_admins_turn_public_play_on_and_off(world, simcord_env, store):

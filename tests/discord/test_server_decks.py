@@ -1,4 +1,5 @@
-"""Several decks loaded at once; each server plays the ones its admins enabled."""
+"""Several decks loaded at once; each server plays the ones its admins enabled with
+/deck enable|disable (the one way to choose; /deck has its own tests in test_decks.py)."""
 
 from __future__ import annotations
 
@@ -23,16 +24,15 @@ async def test_admins_choose_the_decks_a_server_plays(world, simcord_env, store)
     admin = guild.add_member(simcord_env.create_user("root"), roles=[admins])
     first = await ann.slash(channel, "learn")
     assert first.response.embeds[0].footer.text.endswith("gradient-accumulation/zero-grad")
-    choices = await admin.autocomplete(channel, "server-settings decks", "deck", "mi")
+    choices = await admin.autocomplete(channel, "deck disable", "deck", "mi")
     assert [c["value"] for c in choices] == ["mini"]
-    off = await admin.slash(channel, "server-settings decks", deck="gradient-accumulation",
-                            enabled=False)
-    assert off.response.content == "Decks played here: **Mini deck**."
+    off = await admin.slash(channel, "deck disable", deck="gradient-accumulation")
+    assert off.response.content == "Decks played here: **Mini deck** (`mini`)."
     assert store.guild_settings(guild.id).decks == ["mini"]
     mini = await ann.slash(channel, "practice")
     assert mini.response.embeds[0].footer.text.endswith("mini/clear")
-    last = await admin.slash(channel, "server-settings decks", deck="mini", enabled=False)
+    last = await admin.slash(channel, "deck disable", deck="mini")
     assert "At least one deck" in last.response.content
-    await admin.slash(channel, "server-settings decks", deck="gradient-accumulation",
-                      enabled=True)
+    assert store.guild_settings(guild.id).decks == ["mini"]
+    await admin.slash(channel, "deck enable", deck="gradient-accumulation")
     assert store.guild_settings(guild.id).decks is None  # every deck again

@@ -1,0 +1,140 @@
+"""A deck file from a stranger: every check that must pass before it is parsed or stored.
+
+Bundled decks are trusted files; an upload is not. So, in this order, each cheap check
+guarding the next: the size (before anything is read), UTF-8, the YAML's shape in one
+pass over its events (bounded node count after alias expansion, so an alias bomb is
+refused without ever being expanded, and bounded nesting, so PyYAML's recursive composer
+never runs deep), the card count, the give-away pragma (uploads are always checked), and
+only then the loader's schema and lint (`parse_deck`, give-away checks forced on), the
+checker names and rev bounds. Problems are "line N: message".
+"""
+
+from __future__ import annotations
+
+import yaml
+
+from content import checkers
+from content.giveaways import ALLOW_PRAGMA, allows_giveaways
+from content.loader import DeckError, line_finder, parse_deck
+from content.schema import CodeCard, Deck
+
+MAX_BYTES = 256 * 1024
+MAX_CARDS = 500
+MAX_NODES = 100_000  # YAML nodes after alias expansion; a 500-card deck has ~40,000
+MAX_DEPTH = 20  # a deck nests 7 deep (cards, card, blanks, blank, wrong, choice, key)
+MAX_REV = 1_000_000  # revs are stored in 32-bit columns
+
+
+class UntrustedDeck(Exception):
+    def __init__(self, summary: str, problems: list[str]):
+        super().__init__(summary)
+        self.summary, self.problems = summary, problems
+
+
+def _refuse(line: int, message: str, summary: str | None = None) -> UntrustedDeck:
+    return UntrustedDeck(summary or message, [f"line {line}: {message}"])
+
+
+def decode(data: bytes, what: str = "deck file") -> str:
+    """The text of an upload, refused when too large (before reading it) or not UTF-8."""
+    if len(data) > MAX_BYTES:
+        raise _refuse(1, f"the {what} is {len(data) / 1024:.0f} KiB; at most "
+                         f"{MAX_BYTES // 1024} KiB are accepted")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise _refuse(line, f"not UTF-8 text: byte 0x{data[exc.start]:02x} cannot be "
+                            "decoded") from None
+
+
+def check_shape(text: str) -> None:
+    """One pass over the YAML events: syntax, expanded size and depth, never building it.
+
+    An alias counts as many nodes as its anchor expands to, so a billion-laughs document
+    passes the bound after a few aliases, however few bytes it has."""
+    sizes: dict[str, int] = {}  # anchor -> expanded node count
+    stack: list[list] = []  # open collections: [anchor, expanded nodes so far]
+    total = 0
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            line = event.start_mark.line + 1
+            if isinstance(event, yaml.CollectionStartEvent):
+                stack.append([event.anchor, 1])
+                if len(stack) > MAX_DEPTH:
+                    raise _refuse(line, f"the YAML nests deeper than {MAX_DEPTH} levels")
+                continue
+            if isinstance(event, yaml.CollectionEndEvent):
+                anchor, size = stack.pop()
+            elif isinstance(event, yaml.ScalarEvent):
+                anchor, size = event.anchor, 1
+            elif isinstance(event, yaml.AliasEvent):
+                anchor, size = None, sizes.get(event.anchor, 1)
+            else:
+                continue
+            if anchor:
+                sizes[anchor] = size
+            if stack:
+                stack[-1][1] += size
+            else:
+                total += size
+            if (stack[-1][1] if stack else total) > MAX_NODES:
+                raise _refuse(line, f"the YAML expands to more than {MAX_NODES:,} nodes "
+                                    "(aliases count as what they repeat)",
+                              "The deck file expands to too much YAML (an alias bomb?).")
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise _refuse(mark.line + 1 if mark else 1, f"YAML: {problem}",
+                      "The deck file is not valid YAML.") from None
+
+
+def _count_cards(text: str) -> None:
+    root = yaml.compose(text, Loader=yaml.SafeLoader)  # bounded by check_shape
+    if not isinstance(root, yaml.MappingNode):
+        return  # the loader says what a deck must be
+    for key, value in root.value:
+        if key.value == "cards" and isinstance(value, yaml.SequenceNode) and len(
+                value.value) > MAX_CARDS:
+            raise _refuse(key.start_mark.line + 1, f"the deck has {len(value.value)} cards; "
+                                                   f"at most {MAX_CARDS} are accepted")
+
+
+def _pragma_problems(text: str) -> list[str]:
+    return [f"line {n}: '{ALLOW_PRAGMA}' is for drafts on disk; uploads are always checked "
+            "for answers given away: delete this line"
+            for n, line in enumerate(text.splitlines(), 1) if allows_giveaways(line.strip())]
+
+
+def _after_parse(deck: Deck) -> list[tuple[tuple, str]]:
+    problems: list[tuple[tuple, str]] = []
+    if deck.version > MAX_REV:
+        problems.append((("version",), f"version is at most {MAX_REV:,}"))
+    for i, card in enumerate(deck.cards):
+        for key in ("rev", "content_rev"):
+            if (getattr(card, key) or 0) > MAX_REV:
+                problems.append((("cards", i, key), f"{key} is at most {MAX_REV:,}"))
+        if isinstance(card, CodeCard) and card.checker not in checkers.NAMES:
+            problems.append((("cards", i, "checker"), f"checker '{card.checker}' does not "
+                             f"ship with the bot (known: {', '.join(checkers.NAMES)})"))
+    return problems
+
+
+def parse_untrusted(data: bytes, extra_checks=None) -> tuple[Deck, str]:
+    """The deck and its text, or UntrustedDeck with every problem as "line N: message".
+    `extra_checks(deck)` adds (YAML path, message) problems (the Discord limits)."""
+    text = decode(data)
+    check_shape(text)
+    _count_cards(text)
+    problems = _pragma_problems(text)
+    try:
+        deck = parse_deck(text, "<upload>", giveaways=True)
+    except DeckError as exc:
+        problems += [f"line {p.line}: {p.message}" for p in exc.problems]
+        raise UntrustedDeck("The deck has problems; nothing was stored.", problems) from None
+    line = line_finder(text)
+    found = _after_parse(deck) + list(extra_checks(deck) if extra_checks else [])
+    problems += [f"line {line(path)}: {message}" for path, message in found]
+    if problems:
+        raise UntrustedDeck("The deck has problems; nothing was stored.", problems)
+    return deck, text
