@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from bot.feedback import KIND_LABEL, LETTERS, numbered_code
+from bot.feedback import KIND_LABEL, LETTERS, card_text, code_block
 from bot.tutor import correct_answer
 from content.schema import ChoiceCard, CodeCard, Deck, FillInCard
 
@@ -26,10 +26,6 @@ MODAL_TEXT = 4000  # a modal text input's value
 NEXT_REVIEW = 60  # "Next review of this card: **in 365 days (2027-12-02)**." and spacing
 
 Problem = tuple[tuple[Any, ...], str]
-
-
-def _code(code: str) -> str:
-    return f"```py\n{code.rstrip()}\n```"
 
 
 def _over(length: int, limit: int, what: str) -> str:
@@ -55,7 +51,7 @@ def _card_problems(card, base: tuple, mistakes: dict) -> Iterator[Problem]:
     if len(title) > EMBED_TITLE:
         yield (*base, "topics"), _over(len(title), EMBED_TITLE,
                                        "the card's title (kind, difficulty and topics)")
-    shown = len("\n".join(_card_parts(card)))
+    shown = len(card_text(card, zip(LETTERS, getattr(card, "options", []), strict=False)))
     if shown > EMBED_DESCRIPTION:
         yield (*base, "prompt"), _over(shown, EMBED_DESCRIPTION,
                                        "the card as shown (prompt, code and options)")
@@ -100,23 +96,6 @@ def _card_problems(card, base: tuple, mistakes: dict) -> Iterator[Problem]:
             "takeaway)"))
 
 
-def _card_parts(card) -> list[str]:
-    parts = [card.prompt]
-    if isinstance(card, FillInCard):
-        parts.append(_code(numbered_code(card)))
-    elif isinstance(card, ChoiceCard):
-        if card.code:
-            parts.append(_code(card.code))
-        for option in card.options:
-            parts.append(f"**{LETTERS[0]}.** {option.text}")
-            if option.code:
-                parts.append(_code(option.code))
-    else:
-        parts += [_code(card.starter), "Press **Write code** (or reply with a ```py``` block "
-                                       "in a DM)."]
-    return parts
-
-
 def _wrong_text(choice: str, says: str, mistake) -> str:
     lines = [f"**{choice}**: {says}"]
     if mistake is not None:
@@ -126,7 +105,7 @@ def _wrong_text(choice: str, says: str, mistake) -> str:
 
 def _reveal_parts(card) -> list[str]:
     answer = correct_answer(card)
-    parts = ["**The answer:** " + (_code(answer) if isinstance(card, CodeCard) else answer)]
+    parts = ["**The answer:** " + (code_block(answer) if isinstance(card, CodeCard) else answer)]
     if isinstance(card, ChoiceCard):
         parts.append("\n".join(f"{i}. **{s.title}**: {s.detail}"
                                for i, s in enumerate(card.solution, 1)))

@@ -83,6 +83,30 @@ def numbered_code(card: FillInCard) -> str:
     return BLANK_RE.sub(lambda m: f"[{blank_number(card, m.group(1))}]", card.code)
 
 
+def code_block(code: str) -> str:
+    return f"```py\n{code.rstrip()}\n```"
+
+
+def card_text(card: AnyCard, options) -> str:
+    """A card as Discord shows it: the prompt, its code, each option under its letter
+    (`options`: (letter, option) pairs in the shown order). The upload limits measure the
+    same text (bot/deck_limits.py)."""
+    parts = [card.prompt]
+    if isinstance(card, FillInCard):
+        parts.append(code_block(numbered_code(card)))
+    elif isinstance(card, ChoiceCard):
+        if card.code:
+            parts.append(code_block(card.code))
+        for letter, option in options:
+            parts.append(f"**{letter}.** {option.text}")
+            if option.code:
+                parts.append(code_block(option.code))
+    else:
+        parts.append(code_block(card.starter))
+        parts.append("Press **Write code** (or reply with a ```py``` block in a DM).")
+    return "\n".join(parts)
+
+
 def feedback(card: AnyCard, verdict: Verdict, today: date | None) -> Feedback:
     finished = verdict.finished
     mistakes = tuple(

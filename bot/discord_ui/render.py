@@ -14,9 +14,10 @@ from bot.discord_ui import components as c
 from bot.feedback import (
     KIND_LABEL,
     Feedback,
+    card_text,
+    code_block,
     feedback,
     lettered,
-    numbered_code,
     shown,
     when,
 )
@@ -33,27 +34,10 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def code_block(code: str) -> str:
-    return f"```py\n{code.rstrip()}\n```"
-
-
 def card_embed(card: AnyCard, served: Served, finished: bool = False) -> discord.Embed:
-    parts = [card.prompt]
-    if isinstance(card, FillInCard):
-        parts.append(code_block(numbered_code(card)))
-    elif isinstance(card, ChoiceCard):
-        if card.code:
-            parts.append(code_block(card.code))
-        for letter, option in lettered(card, served):
-            parts.append(f"**{letter}.** {option.text}")
-            if option.code:
-                parts.append(code_block(option.code))
-    else:
-        parts.append(code_block(card.starter))
-        parts.append("Press **Write code** (or reply with a ```py``` block in a DM).")
     embed = discord.Embed(
         title=f"{KIND_LABEL[served.kind]} · {card.difficulty} · {', '.join(card.topics)}",
-        description=clip("\n".join(parts), 4096), colour=BLUE,
+        description=clip(card_text(card, lettered(card, served)), 4096), colour=BLUE,
     )
     if served.hint_used:
         embed.add_field(name="Hint", value=clip(card.hint, 1024), inline=False)
