@@ -89,3 +89,23 @@ def test_bench_discord_drives_learners_through_tutor_run():
     for run in (paced, burst):
         assert 0 < run["p50_ms"] <= run["p99_ms"] <= run["max_ms"] and run["answers_per_s"] > 0
         assert run["loop_lag_max_ms"] > 0 and run["loop_ticks_over_50ms"] >= 0
+
+
+def test_bench_learning_compares_policies_on_simulated_learners():
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "bench", "learning", "--json", "-n", "20"],
+        capture_output=True, text=True, cwd=REPO, timeout=180,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["benchmark"] == "learning" and report["learners"] == 20
+    assert report["days"] == 90 and report["cards"] > 0 and report["wall_s"] >= 0
+    assert set(report["policies"]) == {"sm2-ours", "sm2-naive"}
+    for policy in report["policies"].values():
+        assert 0 <= policy["recall_day_end"] <= policy["retention_day_end"] <= 1
+        assert policy["total_reviews"] == sum(policy["reviews_by_kind"].values()) > 0
+        assert policy["reviews_by_kind"]["new"] == 20 * report["cards"]
+        assert policy["reviews_per_retained_card"] > 0
+        three = policy["days_to_three_recalls"]
+        assert 0 <= three["reached_fraction"] <= 1 and three["median"] is not None
+    assert report["fewest_reviews_per_retained_card"] in report["policies"]

@@ -1,0 +1,222 @@
+"""The learning simulation (bot/sim/): memory model, learner, policies, and the direct SM-2
+driver held to the real engine's decisions."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import replace
+
+import pytest
+
+from bot.bench.learning import run_learning
+from bot.sim.deck import SimCard, Slot, sim_cards
+from bot.sim.engine_policy import EnginePolicy
+from bot.sim.learner import LearnerModel, Profile, SimLearner
+from bot.sim.memory import FSRS45_WEIGHTS as W
+from bot.sim.memory import Memory, retrievability
+from bot.sim.policies import POLICIES, Pick, SM2Schedule, naive_quality, ours_quality
+from bot.sim.run import SimConfig, percentile, simulate
+from content.loader import DeckLibrary
+
+
+@pytest.fixture(scope="module")
+def library() -> DeckLibrary:
+    return DeckLibrary.load()
+
+
+@pytest.fixture(scope="module")
+def cards(library) -> list[SimCard]:
+    return sim_cards(library.cards(None))
+
+
+CHOICE = SimCard("d/choice", "medium", (Slot(None, ("a", "b", "c", "d"), "c",
+                                              {"a": "m-a", "b": "m-b", "d": "m-d"}),))
+
+
+DEFAULT_MODEL = LearnerModel()
+
+
+def learner(held=(), model=DEFAULT_MODEL, ease=1.0, speed=1.0, hint=0.0, seed=1,
+            card=CHOICE) -> SimLearner:
+    profile = Profile(0, ease, speed, hint, frozenset(held))
+    return SimLearner(profile, model, {card.id: 1.0}, seed)
+
+
+# -- memory model ---------------------------------------------------------------------------
+
+def test_forgetting_curve_is_fsrs45_power_curve():
+    assert retrievability(0, 3.0) == 1.0
+    assert retrievability(3.0, 3.0) == pytest.approx(0.9)
+    assert retrievability(10, 2.0) == pytest.approx((1 + 19 / 81 * 5) ** -0.5)
+    values = [retrievability(t, 5.0) for t in range(0, 100, 7)]
+    assert values == sorted(values, reverse=True)
+    with pytest.raises(ValueError):
+        retrievability(-1, 1.0)
+
+
+def test_first_exposure_uses_the_published_initial_stability_and_difficulty():
+    knew = Memory.first(True, 0.0)
+    assert (knew.stability, knew.difficulty) == (W[2], pytest.approx(W[4]))
+    new = Memory.first(False, 0.0, ease=2.0, d_offset=1.0)
+    assert new.stability == pytest.approx(2 * W[0])
+    assert new.difficulty == pytest.approx(W[4] + 2 * W[5] + 1)
+
+
+def test_recall_grows_stability_more_when_it_was_harder():
+    soon, late = Memory(10.0, 5.0, 0.0), Memory(10.0, 5.0, 0.0)
+    soon.review(True, 2.0)
+    late.review(True, 30.0)
+    assert 10.0 < soon.stability < late.stability  # the spacing effect
+    assert late.last == 30.0
+
+
+def test_a_lapse_never_raises_stability_and_makes_the_card_harder():
+    for s in (0.3, 2.0, 40.0):
+        memory = Memory(s, 5.0, 0.0)
+        memory.review(False, s)
+        assert 0 < memory.stability <= s and memory.difficulty > 5.0
+
+
+def test_ease_scales_growth_and_a_same_day_repeat_moves_nothing():
+    slow, fast = Memory(5.0, 5.0, 0.0, ease=0.5), Memory(5.0, 5.0, 0.0, ease=2.0)
+    slow.review(True, 5.0)
+    fast.review(True, 5.0)
+    assert slow.stability - 5 == pytest.approx((fast.stability - 5) / 4)
+    fast.seen(5.3)
+    assert fast.last == 5.3 and fast.stability > 5
+
+
+# -- the learner ----------------------------------------------------------------------------
+
+def test_a_recalling_learner_is_right_on_the_first_try_and_faster():
+    model = replace(LearnerModel(), prior=(("medium", 1.0),))
+    sure, unsure = [], []
+    for seed in range(200):
+        answer = learner(model=model, seed=seed).answer(CHOICE, 0.0)
+        assert answer.recalled and answer.correct and answer.attempts == 1
+        sure.append(answer.latency_ms)
+    model = replace(model, prior=(("medium", 0.0),))
+    for seed in range(200):
+        answer = learner(model=model, seed=seed).answer(CHOICE, 0.0)
+        assert not answer.recalled
+        unsure.append(answer.latency_ms)
+    assert statistics.median(sure) < 20_000 < statistics.median(unsure)
+
+
+def test_an_elimination_guesser_is_right_by_attempt_three_three_times_in_four():
+    model = replace(LearnerModel(), prior=(("medium", 0.0),))
+    answers = [learner(model=model, seed=s).answer(CHOICE, 0.0) for s in range(4000)]
+    assert sum(a.correct for a in answers) / 4000 == pytest.approx(0.75, abs=0.03)
+    assert sum(a.attempts == 1 and a.correct for a in answers) / 4000 == pytest.approx(
+        0.25, abs=0.03)
+    for a in answers:  # never the same wrong choice twice
+        picks = [p[0] for p in a.picks]
+        assert len(set(picks)) == len(picks)
+
+
+def test_a_held_misconception_draws_the_guess_until_its_explanation_fixes_it():
+    never = replace(LearnerModel(), prior=(("medium", 0.0),), fix_probability=0.0)
+    sim = learner(held={"m-b"}, model=never)
+    answer = sim.answer(CHOICE, 0.0)
+    assert answer.picks[0] == ("b",) and "m-b" in answer.shown and "m-b" in sim.held
+    always = replace(never, fix_probability=1.0)
+    sim = learner(held={"m-b", "unrelated"}, model=always)
+    sim.answer(CHOICE, 0.0)
+    assert sim.held == {"unrelated"}
+
+
+def test_a_misconception_lowers_recall_and_zeroes_the_lucky_guess():
+    sim = learner(held={"m-a"})
+    plain = learner()
+    assert sim.recall_probability(CHOICE, 0.0) == pytest.approx(0.15 * 0.7)
+    assert plain.first_try_probability(CHOICE, 0.0) == pytest.approx(0.15 + 0.85 / 4)
+    assert sim.first_try_probability(CHOICE, 0.0) == pytest.approx(0.15 * 0.7)
+
+
+def test_the_hint_rules_out_a_wrong_choice_and_first_exposure_starts_the_memory():
+    model = replace(LearnerModel(), prior=(("medium", 0.0),))
+    answer = learner(model=model, hint=1.0).answer(CHOICE, 0.0)
+    assert answer.hint_used and answer.attempts <= 3
+    sim = learner(model=model)
+    sim.answer(CHOICE, 0.5)
+    assert sim.memory["d/choice"].stability == pytest.approx(W[0])
+    sim.answer(CHOICE, 0.6)  # same day: no update
+    assert sim.memory["d/choice"].stability == pytest.approx(W[0])
+
+
+def test_fill_in_answers_use_the_engines_response_shape(cards):
+    fill = next(c for c in cards if len(c.slots) == 3)
+    model = replace(LearnerModel(), prior=(("hard", 0.0), ("medium", 0.0), ("easy", 0.0)))
+    sim = SimLearner(Profile(0, 1.0, 1.0, 0.0, frozenset()), model, {fill.id: 1.0}, 3)
+    answer = sim.answer(fill, 0.0)
+    response = fill.response(answer.picks[-1])
+    assert set(response) == {slot.key for slot in fill.slots}
+    assert answer.correct == (not fill.wrong(answer.picks[-1]))
+
+
+def test_profiles_are_seeded():
+    a = Profile.draw(7, 3, ["x", "y", "z"], LearnerModel())
+    assert a == Profile.draw(7, 3, ["x", "y", "z"], LearnerModel())
+    assert a != Profile.draw(8, 3, ["x", "y", "z"], LearnerModel())
+
+
+# -- policies -------------------------------------------------------------------------------
+
+def test_grade_maps():
+    assert naive_quality(True, 3, True, 90_000) == 4 and naive_quality(False, 3, False, 1) == 1
+    assert ours_quality(True, 3, False, 1000) == 0 and ours_quality(True, 1, False, 1000) == 5
+
+
+def test_sm2_schedule_serves_due_then_new_within_the_limit_then_drills(cards):
+    from bot.sim.learner import Answer
+
+    schedule = SM2Schedule(cards[:4], 2, ours_quality)
+    slow_right = Answer((("x",),), (90_000,), True, False, True, ())  # q 3: drill
+    quick_right = Answer((("x",),), (1_000,), True, False, True, ())  # q 5
+    first = schedule.next_card(0, 0)
+    assert first == Pick(cards[0].id, "new")
+    assert schedule.record(0, 0, first, cards[0], slow_right) == 3
+    second = schedule.next_card(0, 1)
+    assert second == Pick(cards[1].id, "new")
+    schedule.record(0, 1, second, cards[1], quick_right)
+    assert schedule.next_card(0, 2) == Pick(cards[0].id, "drill")  # limit of 2 new reached
+    state = schedule.states[cards[0].id].sm2
+    schedule.record(0, 2, Pick(cards[0].id, "drill"), cards[0], quick_right)
+    assert schedule.states[cards[0].id].sm2 == state  # drills change no SM-2 state
+    assert schedule.next_card(0, 3) is None
+    assert schedule.next_card(1, 0).kind == "review"
+
+
+def test_percentile_treats_never_as_unknown():
+    assert percentile([1, 2, 3, 4], 0.5) == 2 and percentile([], 0.5) is None
+    assert percentile([1, math.inf, math.inf], 0.9) is None
+
+
+# -- the direct driver against the real engine ----------------------------------------------
+
+def test_direct_sm2_makes_the_engines_decisions(tmp_path, library, cards):
+    config = SimConfig(learners=4, days=30, seed=5, new_per_day=6)
+    engine = EnginePolicy(tmp_path, library)
+    try:
+        through_engine = simulate(engine, cards, config, keep_log=True)
+    finally:
+        engine.close()
+    direct = simulate(POLICIES["sm2-ours"], cards, config, keep_log=True)
+    assert len(direct.log) > 100 and {e[3] for e in direct.log} == {"new", "review", "drill"}
+    assert through_engine.log == direct.log
+    assert through_engine.retention == direct.retention
+
+
+# -- the benchmark --------------------------------------------------------------------------
+
+def test_the_same_seed_gives_the_same_numbers(library):
+    def numbers(seed):
+        report = run_learning(SimConfig(learners=8, days=20, seed=seed), library)
+        for policy in report["policies"].values():
+            policy.pop("wall_s")
+        report.pop("wall_s")
+        return report
+
+    assert numbers(1) == numbers(1)
+    assert numbers(1)["policies"] != numbers(2)["policies"]
