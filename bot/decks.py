@@ -115,8 +115,8 @@ class CommunityDecks:
                                [f"line {line}: deck id '{deck_id}' is taken by another server"])
 
     def enabled(self, guild_id: int) -> list[str]:
-        """The deck ids this server plays: the ONE place that decides (serving, /server-
-        settings decks, uploads). No choice stored means every bundled deck; a chosen deck
+        """The deck ids this server plays: the ONE place that decides (serving, /deck
+        enable|disable, uploads). No choice stored means every bundled deck; a chosen deck
         that is gone (removed, unpublished) is dropped, and when none is left the server
         plays the bundled decks again rather than nothing."""
         self.tutor.decks.refresh()  # on serve: at most every 30 s unless forced

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import UTC, date, datetime
+
 import sqlalchemy as sa
+
+from scheduler.models import UTCDateTime
 
 
 class Prepared:
@@ -22,12 +26,8 @@ class Prepared:
         self.sql = compiled.string
         names = compiled.positiontup if compiled.positional else list(compiled.binds)
         self.positional = compiled.positional
-        self.binds = [
-            # dialect_impl: the dialect's own processors (SQLite's datetime format), exactly
-            # what Core would apply.
-            (name, compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect))
-            for name in names
-        ]
+        self.binds = [(name, bind_processor(compiled.binds[name].type, dialect))
+                      for name in names]
         # Literals in the statement (`day_reviews + 1`) are binds with a value of their own.
         self.literals = {name: bind.value for name, bind in compiled.binds.items()
                          if not bind.required}
@@ -44,3 +44,27 @@ class Prepared:
             cursor.execute(self.sql, {n: p(values[n]) if p else values[n]
                                       for n, p in self.binds})
         return cursor.rowcount
+
+
+def bind_processor(type_: sa.types.TypeEngine, dialect: sa.Dialect):
+    """The column's own processor (dialect_impl: SQLite's datetime format), exactly what
+    Core applies; for SQLite's dates and UTC datetimes the same text from C-implemented
+    isoformat, a third of the answer path's bind cost (tests hold them equal)."""
+    if dialect.name == "sqlite":
+        if isinstance(type_, UTCDateTime):
+            return _sqlite_utc_datetime
+        if type(type_) is sa.Date:
+            return _sqlite_date
+    return type_.dialect_impl(dialect).bind_processor(dialect)
+
+
+def _sqlite_date(value: date | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def _sqlite_utc_datetime(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        raise ValueError("naive datetime: pass an aware (UTC) datetime")
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")

@@ -9,11 +9,13 @@ import sys
 import textwrap
 from dataclasses import fields
 from datetime import UTC, date, datetime
+from zoneinfo import ZoneInfo
 
 import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from sqlalchemy.dialects import sqlite
 from sqlmodel import SQLModel
 
 from scheduler.db import (
@@ -24,7 +26,8 @@ from scheduler.db import (
     sqlite_url,
     upgrade,
 )
-from scheduler.models import CardState, ReviewLog
+from scheduler.models import CardState, ReviewLog, UTCDateTime
+from scheduler.prepared import bind_processor
 from scheduler.store import (
     _LOG_COLUMNS,
     _STATE_COLUMNS,
@@ -195,3 +198,18 @@ def test_every_review_column_is_written_from_the_record():
     assert set(_LOG_COLUMNS.values()) == {c.name for c in ReviewLog.__table__.c} - {"id"}
     assert set(_STATE_COLUMNS.values()) | {"review_count"} == {
         c.name for c in CardState.__table__.c}
+
+
+def test_the_fast_sqlite_processors_store_exactly_what_sqlalchemy_stores():
+    dialect = sqlite.dialect()
+    moments = [datetime(2026, 12, 3, 10, 0, tzinfo=UTC),  # no microseconds
+               datetime(2026, 12, 3, 23, 59, 59, 999999, tzinfo=UTC),
+               datetime(2026, 12, 4, 1, 30, 5, 120, tzinfo=ZoneInfo("Europe/Berlin"))]
+    core = UTCDateTime().dialect_impl(dialect).bind_processor(dialect)
+    assert [bind_processor(UTCDateTime(), dialect)(m) for m in moments] == [
+        core(m) for m in moments]
+    days = [date(2026, 1, 2), date(2026, 12, 31)]
+    assert [bind_processor(sa.Date(), dialect)(d) for d in days] == [
+        sa.Date().dialect_impl(dialect).bind_processor(dialect)(d) for d in days]
+    with pytest.raises(ValueError, match="naive"):
+        bind_processor(UTCDateTime(), dialect)(datetime(2026, 12, 3, 10))

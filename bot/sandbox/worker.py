@@ -378,15 +378,21 @@ async def serve_socket(server: ForkServer, address: str, mode: int = 0o660) -> N
 
 
 async def _serve(server: ForkServer, listen: str | None, mode: int) -> None:
-    # SIGTERM (docker stop, the client's stop) still gives back children and cgroups.
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM,
-                                                  asyncio.current_task().cancel)
+    # SIGTERM (docker stop, the client's stop) still gives back children and cgroups. It
+    # sets an event rather than cancelling: Python 3.11's wait_for can swallow a
+    # cancellation (a stop during start-up was lost and the service ran on).
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     try:
-        await server.start()  # a SIGTERM while starting still stops what was started
-        if listen:
-            await serve_socket(server, listen, mode)
-        else:
-            await serve_stdio(server)
+        await server.start()
+        service = asyncio.ensure_future(
+            serve_socket(server, listen, mode) if listen else serve_stdio(server))
+        stopped = asyncio.ensure_future(stop.wait())
+        await asyncio.wait([service, stopped], return_when=asyncio.FIRST_COMPLETED)
+        for task in (service, stopped):
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await service  # a service that failed raises here
     finally:
         await server.close()
 

@@ -178,13 +178,26 @@ async def test_the_cli_uses_the_shared_service(service, tmp_path):
     assert checked["status"] == TIMEOUT and not checked["passed"]
 
 
+def _own_service(tmp_path: Path) -> subprocess.Popen:
+    """A service of its own: other services (another suite running at once) keep theirs."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "bot.sandbox.worker", "--listen",
+         f"unix:{tmp_path / 'own.sock'}", "--mode", "600", "--limits", json.dumps(LIMITS)],
+        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stderr=subprocess.DEVNULL)
+
+
+async def test_a_stop_while_the_service_starts_still_ends_it(tmp_path):
+    # A SIGTERM that lands during start-up (preparing the zygote and its first child) was
+    # once lost, and the service ran on. Whenever it lands, the service ends.
+    for delay in (0.0, 0.3, 1.0):
+        process = _own_service(tmp_path)
+        await asyncio.sleep(delay)  # when the signal lands, not a wait for a condition
+        process.terminate()
+        assert await asyncio.to_thread(process.wait, 60) is not None
+
+
 async def test_stopping_the_service_leaves_no_jailed_process(tmp_path):
-    # A service of its own: other services (another suite running at once) keep theirs.
-    address = f"unix:{tmp_path / 'own.sock'}"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "bot.sandbox.worker", "--listen", address, "--mode", "600",
-         "--limits", json.dumps(LIMITS)], cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)}, stderr=subprocess.DEVNULL)
+    process = _own_service(tmp_path)
     try:
         ready = await wait_until(lambda: set(jailed_processes(parent=process.pid)),
                                  what="the service's ready child")
