@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from bot.decks import CommunityDecks
 from bot.tutor import Tutor, TutorError
 from scheduler.models import GuildSettings
 from scheduler.studyday import resolve_zone
@@ -49,11 +48,3 @@ class Servers:
                                        + ".")
             changes["week_start"] = week_start
         return self.store.update_guild_settings(guild_id, **changes)
-
-    def set_deck(self, guild_id: int, deck: str, enabled: bool) -> list[str]:
-        """Play `deck` on this server or not; the decks played afterwards. One rule for
-        every deck, bundled or uploaded: `CommunityDecks.set_enabled`."""
-        try:
-            return CommunityDecks(self.tutor).set_enabled(guild_id, deck, enabled)
-        except TutorError as exc:
-            raise BadServerSetting(str(exc)) from None

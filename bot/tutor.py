@@ -239,15 +239,19 @@ class Tutor:
         )
 
     def card(self, served: Served) -> AnyCard:
-        known = self.library.has_card(served.card_id)
-        if not known or served.card_rev > self.library.card(served.card_id).rev:
+        card = self._known_card(served.card_id)
+        if card is None or served.card_rev > card.rev:
             self.decks.refresh(force=True)  # served by a process that knew a newer deck
-        if not self.library.has_card(served.card_id):
+            card = self._known_card(served.card_id)
+        if card is None:
             raise StaleCard("This card is no longer in the deck.")
-        card = self.library.card(served.card_id)
         if served.card_rev < card.meaning_rev:  # a typo fix alone keeps it answerable
             raise StaleCard("This card was changed since it was served; ask for a new one.")
         return card
+
+    def _known_card(self, card_id: str) -> AnyCard | None:
+        library = self.library
+        return library.card(card_id) if library.has_card(card_id) else None
 
     # -- answering -----------------------------------------------------------------------
 

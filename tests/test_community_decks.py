@@ -12,7 +12,6 @@ import yaml
 
 from bot.decks import CommunityDecks, DeckRejected, Draft, Uploaded
 from bot.play import Play
-from bot.servers import BadServerSetting, Servers
 from bot.tutor import Tutor, TutorError
 from content.loader import parse_deck
 from scheduler.db import make_engine
@@ -253,15 +252,14 @@ def test_sharing_needs_publishing_by_the_owner(decks, tutor):
     assert Play(tutor).serve(bob, guild_id=OTHER, card_id=MOVE) is None
 
 
-def test_servers_set_deck_follows_the_same_rule(decks, tutor):
-    servers = Servers(tutor)
+def test_enabling_keeps_one_deck_on_and_only_decks_the_server_sees(decks):
     decks.upload(GUILD, "deck.yaml", deck_yaml(), "ann")
-    assert servers.set_deck(GUILD, "mini", False) == ["upload-basics"]
-    with pytest.raises(BadServerSetting, match="At least one deck"):
-        servers.set_deck(GUILD, "upload-basics", False)
-    with pytest.raises(BadServerSetting, match="No deck"):
-        servers.set_deck(OTHER, "upload-basics", True)
-    assert servers.set_deck(GUILD, "mini", True) == ["mini", "upload-basics"]
+    assert decks.set_enabled(GUILD, "mini", False) == ["upload-basics"]
+    with pytest.raises(TutorError, match="At least one deck"):
+        decks.set_enabled(GUILD, "upload-basics", False)
+    with pytest.raises(TutorError, match="No deck"):
+        decks.set_enabled(OTHER, "upload-basics", True)
+    assert decks.set_enabled(GUILD, "mini", True) == ["mini", "upload-basics"]
 
 
 def test_remove_stops_serving_everywhere_keeps_reviews_and_the_id(decks, tutor):

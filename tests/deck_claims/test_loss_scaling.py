@@ -12,16 +12,16 @@ from tests.helpers.training import (
     ONE_WINDOW,
     B,
     K,
-    _grad_norms,
-    _step_lr,
-    _warmup,
     assert_close,
     assert_differ,
     concat,
+    grad_norms,
     make_batches,
     mlp,
     rel_gap,
+    step_lr,
     train,
+    warmup,
 )
 
 # --------------------------------------------- 1. unscaled SGD: k times the correct step
@@ -83,8 +83,8 @@ def test_adams_eps_is_the_only_place_the_missing_loss_scaling_shows():
 
 @pytest.mark.parametrize("opt", ["adam", "adamw"])
 def test_adam_does_not_hide_the_missing_scaling_when_the_clip_threshold_is_active_for_one(opt):
-    scaled_norms = _grad_norms(FIVE_WINDOWS, K)
-    unscaled_norms = _grad_norms(FIVE_WINDOWS, K, loss_scale=1.0)
+    scaled_norms = grad_norms(FIVE_WINDOWS, K)
+    unscaled_norms = grad_norms(FIVE_WINDOWS, K, loss_scale=1.0)
     # Between the two: the unscaled gradients are clipped, the scaled ones are not.
     max_norm = (max(scaled_norms) + min(unscaled_norms)) / 2
     kw = {"opt": opt, "lr": 1e-2, "clip": max_norm}
@@ -101,7 +101,7 @@ def test_missing_scaling_is_hidden_when_every_step_of_both_runs_is_clipped(opt, 
     """Nuance: a threshold below every gradient norm clips both runs to the same norm,
     max_norm, so the optimizer sees the same gradients (only clip_grad_norm_'s 1e-6 and
     Adam's eps differ). This hides the missing scaling even for SGD."""
-    max_norm = min(_grad_norms(FIVE_WINDOWS, K)) / 10
+    max_norm = min(grad_norms(FIVE_WINDOWS, K)) / 10
     kw = {"opt": opt, "lr": lr, "clip": max_norm}
     unscaled = train(FIVE_WINDOWS, k=K, loss_scale=1.0, model=mlp(), **kw)
     scaled = train(FIVE_WINDOWS, k=K, model=mlp(), **kw)
@@ -156,7 +156,7 @@ def test_lr_divided_by_k_does_not_match_scaled_loss_with_sgd_weight_decay():
 
 
 def test_lr_divided_by_k_does_not_match_scaled_loss_with_gradient_clipping():
-    max_norm = min(_grad_norms(FIVE_WINDOWS, K)) / 2  # active in both runs
+    max_norm = min(grad_norms(FIVE_WINDOWS, K)) / 2  # active in both runs
     lr_fix = train(FIVE_WINDOWS, k=K, lr=0.1 / K, loss_scale=1.0, clip=max_norm, model=mlp())
     scaled = train(FIVE_WINDOWS, k=K, lr=0.1, clip=max_norm, model=mlp())
     assert rel_gap(lr_fix, scaled) > 0.1  # measured 0.74: clipped steps K times too small
@@ -165,7 +165,7 @@ def test_lr_divided_by_k_does_not_match_scaled_loss_with_gradient_clipping():
 def test_lr_divided_by_k_still_matches_sgd_under_a_proportional_schedule():
     """Nuance for the deck's "or a schedule": StepLR, LambdaLR, cosine with eta_min=0 scale
     the base lr, so lr / k stays lr / k all along and plain/momentum SGD still matches."""
-    for make in (_step_lr, _warmup,
+    for make in (step_lr, warmup,
                  lambda o: torch.optim.lr_scheduler.CosineAnnealingLR(o, T_max=5)):
         kw = {"opt_kwargs": {"momentum": 0.9}, "scheduler": make}
         lr_fix = train(FIVE_WINDOWS, k=K, lr=0.1 / K, loss_scale=1.0, **kw)

@@ -15,18 +15,18 @@ from tests.helpers.training import (
     FIVE_WINDOWS,
     ONE_WINDOW,
     K,
-    _grad_norms,
-    _step_lr,
-    _warmup,
     assert_close,
     assert_differ,
     bn_mlp,
     concat,
+    grad_norms,
     make_batches,
     make_optimizer,
     mlp,
     rel_gap,
+    step_lr,
     train,
+    warmup,
 )
 
 # ------------------------------------------------ 11. LR scheduler placement
@@ -36,8 +36,8 @@ def test_scheduler_stepped_every_micro_batch_advances_k_times_per_optimizer_upda
     with warnings.catch_warnings():
         # The first scheduler.step() comes before the first optimizer.step(); torch warns.
         warnings.simplefilter("ignore", UserWarning)
-        res = train(ONE_WINDOW, k=K, lr=1.0, scheduler=_step_lr, scheduler_at="micro")
-        warm = train(ONE_WINDOW, k=K, lr=1.0, scheduler=_warmup, scheduler_at="micro")
+        res = train(ONE_WINDOW, k=K, lr=1.0, scheduler=step_lr, scheduler_at="micro")
+        warm = train(ONE_WINDOW, k=K, lr=1.0, scheduler=warmup, scheduler_at="micro")
     assert len(res.step_grads) == 1
     assert res.lrs[-1] == 0.5**K  # as if K updates had been made
     assert res.scheduler.last_epoch == K
@@ -46,14 +46,14 @@ def test_scheduler_stepped_every_micro_batch_advances_k_times_per_optimizer_upda
 
 def test_scheduler_stepped_every_micro_batch_triggers_torchs_order_warning():
     with pytest.warns(UserWarning, match=r"lr_scheduler.step\(\)` before `optimizer.step\(\)"):
-        train(ONE_WINDOW, k=K, scheduler=_step_lr, scheduler_at="micro")
+        train(ONE_WINDOW, k=K, scheduler=step_lr, scheduler_at="micro")
 
 
 def test_scheduler_stepped_once_per_update_tracks_updates():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # and no order warning
-        res = train(FIVE_WINDOWS, k=K, lr=1.0, scheduler=_step_lr)
-        warm = train(FIVE_WINDOWS, k=K, lr=1.0, scheduler=_warmup)
+        res = train(FIVE_WINDOWS, k=K, lr=1.0, scheduler=step_lr)
+        warm = train(FIVE_WINDOWS, k=K, lr=1.0, scheduler=warmup)
     assert res.lrs[K - 1] == 0.5  # one update made, one decay
     assert res.lrs[-1] == 0.5**5
     assert res.scheduler.last_epoch == len(res.step_grads) == 5
@@ -62,14 +62,14 @@ def test_scheduler_stepped_once_per_update_tracks_updates():
 
 @pytest.mark.parametrize(("n", "k"), [(10, 4), (12, 4), (7, 3), (5, 8)])
 def test_scheduler_steps_per_epoch_are_ceil_len_over_k_when_the_partial_window_is_flushed(n, k):
-    res = train(make_batches([2] * n), k=k, scheduler=_step_lr)
+    res = train(make_batches([2] * n), k=k, scheduler=step_lr)
     assert res.scheduler.last_epoch == len(res.step_grads) == math.ceil(n / k)
 
 
 def test_scheduler_stepped_before_optimizer_step_skips_the_first_lr_and_warns():
     with pytest.warns(UserWarning, match=r"lr_scheduler.step\(\)` before `optimizer.step\(\)"):
-        wrong = train(FIVE_WINDOWS, k=K, lr=1.0, scheduler=_step_lr, scheduler_at="before_step")
-    right = train(FIVE_WINDOWS, k=K, lr=1.0, scheduler=_step_lr)
+        wrong = train(FIVE_WINDOWS, k=K, lr=1.0, scheduler=step_lr, scheduler_at="before_step")
+    right = train(FIVE_WINDOWS, k=K, lr=1.0, scheduler=step_lr)
     assert right.step_lrs == [1.0, 0.5, 0.25, 0.125, 0.0625]
     assert wrong.step_lrs == right.step_lrs[1:] + [0.03125]  # each update uses the next rate
 
@@ -89,14 +89,14 @@ def test_onecycle_sized_with_the_floor_of_updates_raises_when_the_partial_window
 
 
 def test_clipping_every_micro_batch_differs_from_clipping_once_per_window():
-    max_norm = min(_grad_norms(FIVE_WINDOWS, K)) / 4  # active
+    max_norm = min(grad_norms(FIVE_WINDOWS, K)) / 4  # active
     per_micro = train(FIVE_WINDOWS, k=K, clip=max_norm, clip_at="micro", model=mlp())
     per_window = train(FIVE_WINDOWS, k=K, clip=max_norm, model=mlp())
     assert rel_gap(per_micro, per_window) > 0.05  # measured 0.17
 
 
 def test_clipping_once_per_window_equals_clipping_the_full_batch_gradient():
-    full_norm = _grad_norms(concat(ONE_WINDOW), 1)[0]
+    full_norm = grad_norms(concat(ONE_WINDOW), 1)[0]
     max_norm = full_norm / 3  # active
     per_window = train(ONE_WINDOW, k=K, clip=max_norm, model=mlp())
     full = train(concat(ONE_WINDOW), k=1, clip=max_norm, model=mlp())
@@ -112,7 +112,7 @@ def test_clipping_placement_does_not_matter_when_the_threshold_is_never_reached(
 
 
 def test_clipping_after_step_leaves_the_update_unclipped():
-    max_norm = min(_grad_norms(FIVE_WINDOWS, K)) / 4  # would be active
+    max_norm = min(grad_norms(FIVE_WINDOWS, K)) / 4  # would be active
     after = train(FIVE_WINDOWS, k=K, clip=max_norm, clip_at="after_step", model=mlp())
     unclipped = train(FIVE_WINDOWS, k=K, model=mlp())
     assert torch.equal(after.w, unclipped.w)
@@ -192,7 +192,7 @@ def _scaler(init_scale: float = 2.0**16) -> torch.amp.GradScaler:
 
 
 def test_amp_accumulation_with_unscale_then_clip_matches_the_fp32_loop_that_clips_per_window():
-    max_norm = min(_grad_norms(FIVE_WINDOWS, K)) / 4  # active
+    max_norm = min(grad_norms(FIVE_WINDOWS, K)) / 4  # active
     amp = train(FIVE_WINDOWS, k=K, clip=max_norm, scaler=_scaler(), model=mlp())
     fp32 = train(FIVE_WINDOWS, k=K, clip=max_norm, model=mlp())
     assert len(amp.step_grads) == 5  # no step skipped
@@ -202,7 +202,7 @@ def test_amp_accumulation_with_unscale_then_clip_matches_the_fp32_loop_that_clip
 
 def test_amp_clipping_before_unscale_clips_the_scaled_gradients_and_gives_a_different_result():
     scale = 2.0**16
-    max_norm = min(_grad_norms(FIVE_WINDOWS, K)) * 4  # inactive on true gradients
+    max_norm = min(grad_norms(FIVE_WINDOWS, K)) * 4  # inactive on true gradients
     wrong = train(FIVE_WINDOWS, k=K, clip=max_norm, scaler=_scaler(scale),
                   unscale_before_clip=False, model=mlp())
     right = train(FIVE_WINDOWS, k=K, clip=max_norm, scaler=_scaler(scale), model=mlp())
@@ -220,7 +220,7 @@ def test_amp_clipping_before_unscale_clips_the_scaled_gradients_and_gives_a_diff
 def test_amp_with_cpu_bf16_autocast_the_grad_scaler_changes_nothing_when_unscaled_before_clip():
     """Autocast leaves float64 alone, so this one runs a float32 model: autocast computes the
     linear layers in bfloat16, with or without the scaler; the scaler adds nothing."""
-    max_norm = min(_grad_norms(FIVE_WINDOWS, K)) / 4
+    max_norm = min(grad_norms(FIVE_WINDOWS, K)) / 4
     batches = [(x.float(), y) for x, y in FIVE_WINDOWS]
     kw = {"k": K, "clip": max_norm, "autocast": True}
     amp = train(batches, scaler=_scaler(), model=mlp().float(), **kw)

@@ -239,15 +239,15 @@ def assert_differ(a: torch.Tensor, b: torch.Tensor, at_least: float = 1e-4) -> N
     assert gap > at_least, f"expected a visible difference, max |a - b| = {gap:.3g}"
 
 
-def _step_lr(opt):
+def step_lr(opt):
     return torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
 
 
-def _warmup(opt):
+def warmup(opt):
     return torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 10))
 
 
-def _grad_norms(batches, k, loss_scale=None):
+def grad_norms(batches, k, loss_scale=None):
     """The norm of each window's accumulated gradient at the initial weights (lr = 0)."""
     res = train(batches, k=k, loss_scale=loss_scale, lr=0.0, model=mlp())
     return [g.norm().item() for g in res.step_grads]
