@@ -18,7 +18,8 @@ run: $(STAMP)
 # (engine calls on worker threads there), run again on a throwaway PostgreSQL.
 POSTGRES_TESTS := tests/test_store.py tests/test_tutor.py tests/test_reminders.py \
 	tests/discord/test_play.py tests/discord/test_forged_input.py tests/test_community_decks.py \
-	tests/test_streaks.py tests/test_leaderboard.py
+	tests/test_streaks.py tests/test_leaderboard.py tests/test_schedulers.py \
+	tests/test_remediation.py tests/discord/test_learning_choices.py
 
 test: $(STAMP)
 	$(VENV)/bin/pytest

@@ -70,7 +70,8 @@ def cmd_practice(args) -> int:
     name = args.learner or getpass.getuser() or "me"
     learner = tutor.learner(f"local:{name}", display_name=name)
     try:
-        return Console(tutor, learner, args.deck, topic=args.topic).run()
+        return Console(tutor, learner, args.deck, topic=args.topic,
+                       scheduler=args.scheduler, remediation=args.remediation).run()
     finally:
         if sandbox:
             sandbox.stop()
@@ -302,6 +303,12 @@ def build_parser() -> argparse.ArgumentParser:
     practice.add_argument("--topic", help="practise one topic, due or not (q to stop)")
     practice.add_argument("--no-sandbox", action="store_true",
                           help="skip code cards (no sandbox worker)")
+    practice.add_argument("--scheduler", choices=["sm2", "fsrs"],
+                          help="schedule this session by SM-2 or FSRS (default: your "
+                               "setting; both are always kept, so switching loses nothing)")
+    practice.add_argument("--remediation", action=argparse.BooleanOptionalAction,
+                          help="bring cards on a mistake you just made forward (default: "
+                               "your server's choice, else off)")
     practice.set_defaults(func=cmd_practice)
 
     run = sub.add_parser("run", help="run the Discord bot (needs DISCORD_TOKEN)")

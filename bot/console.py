@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from bot.feedback import LETTERS, feedback, lettered, numbered_code, when
+from bot.misconceptions import learner_mistakes
 from bot.served import Served
 from bot.tutor import (
     InvalidAnswer,
@@ -17,6 +18,7 @@ from bot.tutor import (
     Verdict,
 )
 from content.schema import ChoiceCard, CodeCard, FillInCard
+from scheduler.choice import SCHEDULERS
 from scheduler.models import Learner
 
 QUIT = {"q", "quit", "exit"}
@@ -39,6 +41,8 @@ class Console:
     out: TextIO | None = None
     read: Callable[[str], str] = input
     topic: str | None = None  # practise this topic (even when nothing is due)
+    scheduler: str | None = None  # this session's scheduler (None: the learner's choice)
+    remediation: bool | None = None  # this session's (None: their server's, else off)
     answered: int = field(default=0, init=False)
 
     def say(self, text: str = "") -> None:
@@ -68,7 +72,9 @@ class Console:
         try:
             mode = "practice" if self.topic else "auto"
             while served := self.tutor.next_card(self.learner, deck_id=self.deck_id,
-                                                 mode=mode, topic=self.topic):
+                                                 mode=mode, topic=self.topic,
+                                                 scheduler=self.scheduler,
+                                                 remediation=self.remediation):
                 self._play(served)
         except Quit:
             self.say()
@@ -76,11 +82,15 @@ class Console:
         return 0
 
     def _status(self) -> None:
-        p = self.tutor.progress(self.learner, self.deck_id)
+        p = self.tutor.progress(self.learner, self.deck_id, scheduler=self.scheduler)
+        choice = self.tutor.choice(self.learner, scheduler=self.scheduler,
+                                   remediation=self.remediation)
         self.say(f"{p.due_now} due now, {p.new_left_today} new left today.")
+        self.say(f"Scheduler: {SCHEDULERS[choice.scheduler]}; remediation of mistakes "
+                 f"{'on' if choice.remediation else 'off'}.")
 
     def _farewell(self) -> None:
-        p = self.tutor.progress(self.learner, self.deck_id)
+        p = self.tutor.progress(self.learner, self.deck_id, scheduler=self.scheduler)
         self.say(f"Answered {self.answered} card(s) this session.")
         if p.due_now or p.drills_left:
             self.say(f"Still waiting today: {p.due_now} due, {p.drills_left} to drill again.")
@@ -88,6 +98,11 @@ class Console:
             self.say(f"All caught up. Next review: {when(p.next_due, p.today)}.")
         else:
             self.say("All caught up.")
+        held = [m for m in learner_mistakes(self.tutor.store, self.tutor.library,
+                                            self.learner.id) if m.open]
+        if held:
+            self.say("Mistakes to work on: " + "; ".join(
+                f"{m.title} (made {m.times_shown}x)" for m in held) + ".")
 
     # -- one card ------------------------------------------------------------------------
 
@@ -95,7 +110,7 @@ class Console:
         card = self.tutor.card(served)
         self.say()
         label = {"new": "new card", "review": "review", "drill": "once more",
-                 "cram": "practice"}[served.kind]
+                 "remedy": "on a recent mistake", "cram": "practice"}[served.kind]
         self.say(f"== {label} - {card.difficulty} - {', '.join(card.topics)}")
         self.say(card.prompt)
         if isinstance(card, FillInCard):

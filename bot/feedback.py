@@ -19,7 +19,8 @@ from content.loader import AnyCard
 from content.schema import BLANK_RE, Chip, ChoiceCard, CodeCard, FillInCard, Option
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # options and chips are shown as A, B, C, ...
-KIND_LABEL = {"new": "New card", "review": "Review", "drill": "Once more", "cram": "Practice"}
+KIND_LABEL = {"new": "New card", "review": "Review", "drill": "Once more",
+              "remedy": "On a recent mistake", "cram": "Practice"}
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 
 from bot.tutor import Tutor, TutorError
 from scheduler import reminders as schedule
+from scheduler.choice import SCHEDULERS
 from scheduler.models import Learner
 from scheduler.reminders import ReminderSweep, Sender, SweepReport
 from scheduler.studyday import resolve_zone
@@ -33,6 +34,11 @@ def checked(changes: dict) -> dict:
             except ValueError:
                 raise BadSetting(f"'{value}' is not a timezone I know. Pick one from the "
                                  "list, e.g. Europe/Berlin.") from None
+        elif name == "scheduler":  # None: follow the server's choice
+            if value is not None and value not in SCHEDULERS:
+                raise BadSetting("The scheduler is one of: " + ", ".join(SCHEDULERS)
+                                 + " (or the server's choice).")
+            out[name] = value
         elif name in FLAGS:
             if not isinstance(value, bool):
                 raise BadSetting(f"{name} must be true or false.")

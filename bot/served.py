@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Literal
 
+from scheduler.fsrs_review import FSRSState
 from scheduler.sm2 import SM2State
 
-Kind = Literal["new", "review", "drill", "cram"]
+Kind = Literal["new", "review", "drill", "remedy", "cram"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +38,14 @@ class Served:
     rollover_hour: int = 4
     # Option (or chip) ids in the order shown; () for a card stored before orders were kept.
     order: tuple[str, ...] = ()
+    # FSRS's state when served (None: never reviewed), kept beside SM-2's; the scheduler
+    # whose due day the learner is told; whether wrong answers bring cards forward.
+    fsrs: FSRSState | None = None
+    scheduler: str = "sm2"
+    remediation: bool = False
+    restart: bool = False  # the card's content changed: both schedules start over
+    # The learner's open misconceptions this card tests: a first try past them corrects them.
+    open_mistakes: tuple[str, ...] = ()
 
     def next_attempt(self, chosen) -> Served:
         """This card after one more attempt (hot path: a third of dataclasses.replace)."""
@@ -53,16 +62,24 @@ class Served:
         data["state"] = [self.state.ef100, self.state.repetitions, self.state.interval]
         data["chosen"] = list(self.chosen)
         data["order"] = list(self.order)
+        data["open_mistakes"] = list(self.open_mistakes)
+        if self.fsrs is not None:
+            data["fsrs"] = [self.fsrs.stability, self.fsrs.difficulty,
+                            self.fsrs.last_day.isoformat()]
         return data
 
     @classmethod
     def from_json(cls, data: dict) -> Served:
+        fsrs = data.get("fsrs")
         return cls(**{
             **data,
+            "fsrs": None if fsrs is None else FSRSState(fsrs[0], fsrs[1],
+                                                        date.fromisoformat(fsrs[2])),
             "served_at": datetime.fromisoformat(data["served_at"]),
             "state": SM2State(*data["state"]),
             "chosen": tuple(data["chosen"]),
             "order": tuple(data.get("order", ())),
+            "open_mistakes": tuple(data.get("open_mistakes", ())),
         })
 
 

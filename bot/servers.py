@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bot.tutor import Tutor, TutorError
+from scheduler.choice import SCHEDULERS
 from scheduler.models import GuildSettings
 from scheduler.studyday import resolve_zone
 
@@ -23,6 +24,17 @@ class Servers:
 
     def set_public_play(self, guild_id: int, enabled: bool) -> None:
         self.store.update_guild_settings(guild_id, public_play=bool(enabled))
+
+    def set_scheduler(self, guild_id: int, scheduler: str | None) -> None:
+        """The scheduler for this server's learners who chose none (None: the default)."""
+        if scheduler is not None and scheduler not in SCHEDULERS:
+            raise BadServerSetting("The scheduler is one of: " + ", ".join(SCHEDULERS) + ".")
+        self.store.update_guild_settings(guild_id, scheduler=scheduler)
+
+    def set_remediation(self, guild_id: int, enabled: bool) -> None:
+        if not isinstance(enabled, bool):
+            raise BadServerSetting("Remediation is on or off.")
+        self.store.update_guild_settings(guild_id, remediation=enabled)
 
     def set_reminder_channel(self, guild_id: int, channel_id: int | None) -> None:
         self.store.update_guild_settings(guild_id, reminder_channel_id=channel_id)

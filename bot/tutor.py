@@ -11,18 +11,30 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from datetime import date, datetime
+from functools import partial
 from typing import Literal
 
 import sqlalchemy as sa
 
 from bot.deck_library import LiveLibrary
+from bot.misconceptions import deck_tests, tested_mistakes
 from bot.observability import record_answer
 from bot.option_order import shuffled
 from bot.served import Kind, Served, new_serve_id
 from content.loader import AnyCard, DeckLibrary
 from content.schema import ChoiceCard, CodeCard, FillInCard
+from scheduler.choice import Choice, resolve
+from scheduler.fsrs_review import FSRSState, review_fsrs
 from scheduler.grading import DEFAULT_POLICY, MAX_ATTEMPTS, GradePolicy, needs_drill, quality_for
 from scheduler.models import Learner
+from scheduler.remediation import (
+    REMEDIES_PER_DAY,
+    Candidate,
+    corrects,
+    new_card_order,
+    pick_remedies,
+    remedy_day,
+)
 from scheduler.sm2 import NEW, SM2State, review
 from scheduler.store import Advance, ReviewRecord, ServedMoved, StaleReview, Store
 from scheduler.studyday import due_day, study_day
@@ -163,6 +175,13 @@ class Tutor:
             and (decks is None or self.library.deck_of(card.id).id in decks)
         ]
 
+    def choice(self, learner: Learner, guild_id: int | None = None,
+               scheduler: str | None = None, remediation: bool | None = None) -> Choice:
+        """The scheduler and remediation in force: a one-off choice (`tutor practice
+        --scheduler --remediation`), else the learner's, else the server's, else ours."""
+        server = self.store.server_choice(learner.id, guild_id)
+        return resolve(scheduler or learner.scheduler, *server, remediation)
+
     def next_card(
         self,
         learner: Learner,
@@ -173,54 +192,82 @@ class Tutor:
         guild_id: int | None = None,
         only: str | None = None,
         decks: Collection[str] | None = None,
+        scheduler: str | None = None,
+        remediation: bool | None = None,
     ) -> Served | None:
-        """Due reviews (most overdue first), then new cards within the daily limit, then
-        rule-7 drills of cards that scored below 4 today. `practice` serves any card;
-        `only` limits the choice to one card."""
+        """Due reviews (most overdue first, by the scheduler in force), then new cards within
+        the daily limit, then remedies (scheduler/remediation.py), then rule-7 drills of
+        cards that scored below 4 today. `practice` serves any card; `only` limits the
+        choice to one card."""
         self.decks.refresh()  # another process may have changed a stored deck
         cards = {card.id: card for card in self.servable(deck_id, topic, decks)
                  if only is None or card.id == only}
         today = self.today(learner)
+        choice = self.choice(learner, guild_id, scheduler, remediation)
+        serve = partial(self._serve, learner, guild_id=guild_id, choice=choice)
         states = {s.card_id: s for s in self.store.states(learner.id) if s.card_id in cards}
         # Reviewed before the card's content changed: due now, and starting over.
         relearn = {s.card_id for s in states.values()
                    if s.card_rev < cards[s.card_id].meaning_rev}
+        due_of, ease_of = DUE_KEYS[choice.scheduler]
         due = sorted(
-            (s for s in states.values() if s.due_day <= today or s.card_id in relearn),
-            key=lambda s: (s.card_id not in relearn, s.due_day, s.ef100, s.card_id),
+            (s for s in states.values() if due_of(s) <= today or s.card_id in relearn),
+            key=lambda s: (s.card_id not in relearn, due_of(s), ease_of(s), s.card_id),
         )
         if mode in ("auto", "review", "practice") and due:
             card = cards[due[0].card_id]
-            return self._serve(learner, card, "review", due[0], guild_id,
-                               reset=card.id in relearn)
+            return serve(card, "review", due[0], restart=card.id in relearn)
         unseen = [card for card in cards.values() if card.id not in states]
         if mode in ("auto", "learn") and unseen and self._new_left(learner, today) > 0:
-            return self._serve(learner, unseen[0], "new", None, guild_id)
+            if choice.remediation:
+                unseen = self._misconceptions_first(learner, unseen)
+            return serve(unseen[0], "new", None)
+        if mode in ("auto", "review") and choice.remediation:
+            remedies = sorted((s for s in states.values()
+                               if s.remedy_day is not None and s.remedy_day <= today),
+                              key=lambda s: (s.remedy_day, s.card_id))
+            if remedies:
+                return serve(cards[remedies[0].card_id], "remedy", remedies[0])
         drills = sorted(
             (s for s in states.values() if s.drill_pending and s.last_review_day == today),
             key=lambda s: (s.last_reviewed_at, s.card_id),
         )
         if mode in ("auto", "review") and drills:
-            return self._serve(learner, cards[drills[0].card_id], "drill", drills[0], guild_id)
+            return serve(cards[drills[0].card_id], "drill", drills[0])
         if mode == "practice" and cards:
             if unseen:
                 kind: Kind = "new" if self._new_left(learner, today) > 0 else "cram"
-                return self._serve(learner, unseen[0], kind, None, guild_id)
+                return serve(unseen[0], kind, None)
             stalest = min(states.values(), key=lambda s: (s.last_reviewed_at, s.card_id))
-            return self._serve(learner, cards[stalest.card_id], "cram", stalest, guild_id)
+            return serve(cards[stalest.card_id], "cram", stalest)
         return None
+
+    def _misconceptions_first(self, learner: Learner, unseen: list[AnyCard]) -> list[AnyCard]:
+        held = self.store.open_mistakes(learner.id)
+        if not held:
+            return unseen
+        tests = {card.id: frozenset(m for m in tested_mistakes(card)
+                                    if (self.library.deck_of(card.id).id, m) in held)
+                 for card in unseen}
+        order = new_card_order([card.id for card in unseen], tests, {m for _, m in held})
+        by_id = {card.id: card for card in unseen}
+        return [by_id[card_id] for card_id in order]
 
     def _new_left(self, learner: Learner, today: date) -> int:
         return max(0, learner.new_per_day - self.store.new_cards_on(learner.id, today))
 
-    def _serve(self, learner: Learner, card: AnyCard, kind: Kind,
-               state: sa.Row | None, guild_id: int | None, reset: bool = False) -> Served:
-        """`reset`: the learner's SM-2 progress on this card starts over (its content
+    def _serve(self, learner: Learner, card: AnyCard, kind: Kind, state: sa.Row | None, *,
+               guild_id: int | None, choice: Choice, restart: bool = False) -> Served:
+        """`restart`: the learner's progress on this card starts over (its content
         changed); the row is still updated under its review-count guard."""
         if guild_id is not None:
             self.store.touch_guild(guild_id, learner.id, self.clock())
         now = self.clock()
         serve_id = new_serve_id(now)
+        fresh = state is None or restart
+        deck_id = self.library.deck_of(card.id).id
+        held = sorted(m for d, m in self.store.open_mistakes(learner.id) if d == deck_id
+                      and m in tested_mistakes(card))
         return Served(
             serve_id=serve_id,
             learner_id=learner.id,
@@ -228,14 +275,18 @@ class Tutor:
             card_rev=card.rev,
             kind=kind,
             served_at=now,
-            state=NEW if state is None or reset else SM2State(state.ef100, state.repetitions,
-                                                              state.interval),
-            lapses=0 if state is None or reset else state.lapses,
+            state=NEW if fresh else SM2State(state.ef100, state.repetitions, state.interval),
+            lapses=0 if fresh else state.lapses,
             review_count=None if state is None else state.review_count,
             guild_id=guild_id,
             timezone=learner.timezone,
             rollover_hour=learner.rollover_hour,
             order=shuffled(card, serve_id),
+            fsrs=None if fresh else _fsrs_state(state),
+            scheduler=choice.scheduler,
+            remediation=choice.remediation,
+            restart=restart,
+            open_mistakes=tuple(held),
         )
 
     def card(self, served: Served) -> AnyCard:
@@ -310,13 +361,23 @@ class Tutor:
         quality = quality_for(correct, served.attempts, served.hint_used, latency_ms,
                               policy or self.policy)
         schedules = served.kind in ("new", "review")
-        after = review(served.state, quality) if schedules else served.state
-        due = due_day(today, after.interval) if schedules else today
+        after, fsrs, told = served.state, served.fsrs, (served.state.interval, today)
+        due, fsrs_due = today, None
+        if schedules:  # both schedulers move; the one in force says when
+            after = review(served.state, quality)
+            due = due_day(today, after.interval)
+            fsrs, fsrs_interval = review_fsrs(served.fsrs, quality, today)
+            fsrs_due = due_day(today, fsrs_interval)
+            told = (fsrs_interval, fsrs_due) if served.scheduler == "fsrs" else (
+                after.interval, due)
         lapses = served.lapses + (schedules and quality < 3)
         mistakes = sorted({m for attempt in served.chosen for m in _mistakes_of(card, attempt)})
+        deck_id = self.library.deck_of(card.id).id
+        remedies = self._remedies(served, card, deck_id, mistakes, today) \
+            if mistakes and served.remediation else ()
         record = ReviewRecord(
             answer_id=served.serve_id, learner_id=served.learner_id, card_id=card.id,
-            deck_id=self.library.deck_of(card.id).id, card_rev=card.rev, kind=served.kind,
+            deck_id=deck_id, card_rev=card.rev, kind=served.kind,
             reviewed_at=now, study_day=today, quality=quality, correct=correct,
             attempts=served.attempts, hint_used=served.hint_used, latency_ms=latency_ms,
             chosen=list(served.chosen), mistake_ids=mistakes,
@@ -324,6 +385,12 @@ class Tutor:
             interval=after.interval, due_day=due, lapses=lapses,
             drill_pending=needs_drill(quality),
             expected_count=served.review_count, changes_schedule=schedules,
+            told_interval=told[0], told_due_day=told[1], scheduler=served.scheduler,
+            fsrs_stability=fsrs and fsrs.stability, fsrs_difficulty=fsrs and fsrs.difficulty,
+            fsrs_due_day=fsrs_due, restart=served.restart,
+            corrected=tuple(sorted(corrects(frozenset(served.open_mistakes), correct,
+                                            served.attempts, served.hint_used, mistakes))),
+            remedies=tuple(remedies), remedy_day=remedy_day(today) if remedies else None,
         )
         try:
             recorded = self.store.record(record, advance)
@@ -335,6 +402,19 @@ class Tutor:
             record_answer(served.kind, recorded.correct)
         return Verdict(served, recorded.correct, True, findings, recorded.quality,
                        recorded.due_day, recorded.interval, recorded.duplicate)
+
+    def _remedies(self, served: Served, card: AnyCard, deck_id: str, mistakes: list[str],
+                  today: date) -> list[str]:
+        """The learner's cards to bring forward for the mistakes this answer showed."""
+        budget = REMEDIES_PER_DAY - self.store.remedies_used(served.learner_id, today)
+        if budget <= 0:
+            return []
+        tests = deck_tests(self.library, deck_id)
+        due_of, _ = DUE_KEYS[served.scheduler]
+        met = {s.card_id: Candidate(s.card_id, due_of(s), s.last_review_day,
+                                    s.remedy_day is not None)
+               for s in self.store.states(served.learner_id) if s.card_id in tests}
+        return pick_remedies(mistakes, card.id, tests, met, today, budget)
 
     def _mistake(self, card: AnyCard, mistake_id: str):
         return self.library.mistake(card.id, mistake_id)
@@ -370,18 +450,35 @@ class Tutor:
 
     # -- progress ------------------------------------------------------------------------
 
-    def progress(self, learner: Learner, deck_id: str | None = None) -> Progress:
+    def progress(self, learner: Learner, deck_id: str | None = None,
+                 guild_id: int | None = None, scheduler: str | None = None) -> Progress:
         today = self.today(learner)
+        due_of, _ = DUE_KEYS[self.choice(learner, guild_id, scheduler).scheduler]
         cards = {card.id for card in self.servable(deck_id)}
         states = [s for s in self.store.states(learner.id) if s.card_id in cards]
         unseen = len(cards) - len(states)
         return Progress(
             today=today,
-            due_now=sum(s.due_day <= today for s in states),
+            due_now=sum(due_of(s) <= today for s in states),
             new_left_today=min(unseen, self._new_left(learner, today)),
             drills_left=sum(s.drill_pending and s.last_review_day == today for s in states),
-            next_due=min((s.due_day for s in states if s.due_day > today), default=None),
+            next_due=min((due_of(s) for s in states if due_of(s) > today), default=None),
         )
+
+
+def _fsrs_state(state: sa.Row) -> FSRSState | None:
+    if state.fsrs_stability is None or state.last_review_day is None:
+        return None
+    return FSRSState(state.fsrs_stability, state.fsrs_difficulty, state.last_review_day)
+
+
+# Per scheduler: a card state's due day, and the tie-break among cards due the same day
+# (the one at more risk first: lower E-Factor, lower stability).
+DUE_KEYS: dict[str, tuple[Callable[[sa.Row], date], Callable[[sa.Row], float]]] = {
+    "sm2": (lambda s: s.due_day, lambda s: s.ef100),
+    # A state from before FSRS was kept, not yet replayed: SM-2's due day meanwhile.
+    "fsrs": (lambda s: s.fsrs_due_day or s.due_day, lambda s: s.fsrs_stability or 0.0),
+}
 
 
 def _advance(before: Served, after: Served, finished: bool) -> Advance:

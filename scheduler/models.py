@@ -71,6 +71,9 @@ class Learner(SQLModel, table=True):
     streak: int = Field(default=0)
     longest_streak: int = Field(default=0)
     streak_day: date | None = None
+    # "sm2" or "fsrs"; None: the server's choice (scheduler/choice.py). Both schedulers'
+    # states are kept for every card, so a switch changes only which due day counts.
+    scheduler: str | None = Field(default=None, max_length=8)
 
 
 class CardState(SQLModel, table=True):
@@ -92,6 +95,13 @@ class CardState(SQLModel, table=True):
     drill_pending: bool = Field(default=False)
     last_review_day: date | None = None
     last_reviewed_at: datetime | None = Field(default=None, sa_column=_utc_column(True))
+    # FSRS beside SM-2 (scheduler/fsrs_review.py), moved by the same reviews; None until
+    # the card's first review under a version that kept it (then replayed from the log).
+    fsrs_stability: float | None = None
+    fsrs_difficulty: float | None = None
+    fsrs_due_day: date | None = None
+    # Remediation (scheduler/remediation.py): a remedy is due on this study day.
+    remedy_day: date | None = None
 
 
 class ReviewLog(SQLModel, table=True):
@@ -121,9 +131,16 @@ class ReviewLog(SQLModel, table=True):
     latency_ms: int
     chosen: list = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     mistake_ids: list = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    # SM-2's E-Factor after the review; the interval and due day the learner was told, by
+    # the scheduler they were on (`scheduler`).
     ef100_after: int
     interval_after: int
     due_day_after: date
+    scheduler: str = Field(default="sm2", max_length=8,
+                           sa_column_kwargs={"server_default": "sm2"})
+    # The card's content changed, so its schedule started over with this review: replaying
+    # the log (scheduler/replay.py) starts over here too.
+    restart: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
 
 
 class GuildMember(SQLModel, table=True):
@@ -171,6 +188,25 @@ class GuildSettings(SQLModel, table=True):
     season_started_at: datetime | None = Field(default=None, sa_column=_utc_column(True))
     # The deck ids this server plays; None: every loaded deck.
     decks: list | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    # The scheduler for learners who did not choose one, and whether wrong answers bring
+    # cards on the same mistake forward; None: the product default (scheduler/choice.py).
+    scheduler: str | None = Field(default=None, max_length=8)
+    remediation: bool | None = None
+
+
+class Misconception(SQLModel, table=True):
+    """A mistake a learner's answer showed: open until they pass its lure on a first try."""
+
+    __tablename__ = "misconception"
+
+    learner_id: int = Field(foreign_key="learner.id", primary_key=True, ondelete="CASCADE")
+    deck_id: str = Field(primary_key=True, max_length=40)
+    mistake_id: str = Field(primary_key=True, max_length=40)
+    open: bool = Field(default=True)
+    times_shown: int = Field(default=1)
+    first_shown_at: datetime = Field(sa_column=_utc_column())
+    last_shown_at: datetime = Field(sa_column=_utc_column())
+    last_corrected_at: datetime | None = Field(default=None, sa_column=_utc_column(True))
 
 
 class CommunityDeck(SQLModel, table=True):

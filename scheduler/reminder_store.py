@@ -62,9 +62,12 @@ class ReminderQueries:
                 .values(**values))
         return bool(result.rowcount)
 
-    def due_count(self, learner_id: int, today: date) -> int:
+    def due_count(self, learner_id: int, today: date, scheduler: str = "sm2") -> int:
+        """Cards due by ``today`` under ``scheduler`` (bot/tutor.py DUE_KEYS)."""
+        due = state_t.c.due_day if scheduler == "sm2" else sa.func.coalesce(
+            state_t.c.fsrs_due_day, state_t.c.due_day)
         query = sa.select(sa.func.count()).where(
-            state_t.c.learner_id == learner_id, state_t.c.due_day <= today)
+            state_t.c.learner_id == learner_id, due <= today)
         with self.engine.connect() as conn:
             return conn.execute(query).scalar_one()
 

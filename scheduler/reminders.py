@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
 from typing import Protocol
 
+from scheduler.choice import resolve
 from scheduler.models import Learner
 from scheduler.studyday import day_start, resolve_zone, study_day
 
@@ -102,6 +103,7 @@ class Claimed:
     next_reminder_at: datetime
     streak: int
     streak_day: date | None
+    scheduler: str | None = None  # the learner's own choice (None: their server's)
 
 
 @dataclass(frozen=True)
@@ -208,7 +210,8 @@ class ReminderSweep:
                 self.store.advance_reminder(learner.id, token, slot, sent_at=None)
                 return
         today = study_day(now, learner.timezone, learner.rollover_hour)
-        due = self.store.due_count(learner.id, today)
+        choice = resolve(learner.scheduler, *self.store.server_choice(learner.id, None))
+        due = self.store.due_count(learner.id, today, choice.scheduler)
         if due < learner.reminder_min_due:
             report.nothing_due += 1
             self.store.advance_reminder(learner.id, token, next_reminder(learner, now),

@@ -19,6 +19,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from scheduler.board_store import BoardQueries
 from scheduler.deck_store import DeckQueries
+from scheduler.misconception_store import MisconceptionQueries
 from scheduler.models import (
     CardState,
     GuildMember,
@@ -77,8 +78,8 @@ class ReviewRecord:
     chosen: list
     mistake_ids: list
     guild_id: int | None
-    # The state after this review; `expected_count` is the review count it was served at
-    # (None: a new card, no state row yet).
+    # The state after this review, SM-2's and FSRS's; `expected_count` is the review count
+    # it was served at (None: a new card, no state row yet).
     ef100: int
     repetitions: int
     interval: int
@@ -87,6 +88,19 @@ class ReviewRecord:
     drill_pending: bool
     expected_count: int | None
     changes_schedule: bool
+    # What the learner was told, by the scheduler they are on.
+    told_interval: int
+    told_due_day: date
+    scheduler: str = "sm2"
+    fsrs_stability: float | None = None
+    fsrs_difficulty: float | None = None
+    fsrs_due_day: date | None = None
+    restart: bool = False
+    # Misconceptions this answer corrected (`mistake_ids`: those it showed), and the cards
+    # it brought forward to `remedy_day`.
+    corrected: tuple[str, ...] = ()
+    remedies: tuple[str, ...] = ()
+    remedy_day: date | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +117,7 @@ def _insert(table: sa.Table, dialect: str):
     return module.insert(table)
 
 
-class Store(BoardQueries, DeckQueries, ReminderQueries, ServedQueries):
+class Store(BoardQueries, DeckQueries, MisconceptionQueries, ReminderQueries, ServedQueries):
     def __init__(self, engine: sa.Engine):
         self.engine = engine
         self._write_lock = threading.Lock()
@@ -119,11 +133,14 @@ class Store(BoardQueries, DeckQueries, ReminderQueries, ServedQueries):
             **{c: sa.bindparam(c, type_=state_t.c[c].type)
                for c in _SCHEDULE_COLUMNS.values()},
             review_count=state_t.c.review_count + sa.literal_column("1"),
+            remedy_day=None,  # a scheduled review is more than the remedy was for
         ), d, [])
         self._update_drill = Prepared(_keyed_update(
             drill_pending=sa.bindparam("drill_pending", type_=sa.Boolean())), d, [])
         self._count_review = Prepared(_streak_update(), d, [])
         self._advance_served = Prepared(advance_statement(), d, [])
+        self._clear_remedy = Prepared(_keyed_update(remedy_day=None), d, [])
+        self._prepare_misconceptions(d)
         self._insert_learner = _insert(learner_t, dialect).on_conflict_do_nothing(
             index_elements=["external_id"]
         )
@@ -323,6 +340,8 @@ class Store(BoardQueries, DeckQueries, ReminderQueries, ServedQueries):
                 if written and r.changes_schedule:
                     self._count_review(cursor, {"k_learner": r.learner_id, "day": r.study_day,
                                                 "yesterday": r.study_day - timedelta(days=1)})
+                if written and (r.mistake_ids or r.corrected or r.remedies):
+                    self._write_misconceptions(cursor, r)
             except self._integrity_error:
                 # Plain INSERTs (ON CONFLICT cannot be cached by SQLAlchemy): a conflict is a
                 # repeated answer id, or a racing first review of the same card.
@@ -335,7 +354,7 @@ class Store(BoardQueries, DeckQueries, ReminderQueries, ServedQueries):
                 cursor.close()
             if written:
                 conn.commit()
-                return Recorded(False, r.quality, r.correct, r.due_day, r.interval)
+                return Recorded(False, r.quality, r.correct, r.told_due_day, r.told_interval)
             conn.rollback()
         first = self.review(r.answer_id) if written is None else None
         if first is None:
@@ -355,7 +374,9 @@ class Store(BoardQueries, DeckQueries, ReminderQueries, ServedQueries):
         if r.changes_schedule:
             return bool(self._update_schedule(cursor, {**key,
                                                        **_values(r, _SCHEDULE_COLUMNS)}))
-        # A rule-7 drill changes no SM-2 state.
+        if r.kind == "remedy":  # served, so no longer pending; no schedule moves
+            return bool(self._clear_remedy(cursor, key))
+        # A rule-7 drill changes no schedule.
         return bool(self._update_drill(cursor, {**key, "drill_pending": r.drill_pending}))
 
 
@@ -380,10 +401,17 @@ _STORED = {
     "mistake_ids": ("mistake_ids", None),
     "ef100": ("ef100_after", "ef100"),
     "repetitions": (None, "repetitions"),
-    "interval": ("interval_after", "interval"),
-    "due_day": ("due_day_after", "due_day"),
+    "interval": (None, "interval"),
+    "due_day": (None, "due_day"),
     "lapses": (None, "lapses"),
     "drill_pending": (None, "drill_pending"),
+    "fsrs_stability": (None, "fsrs_stability"),
+    "fsrs_difficulty": (None, "fsrs_difficulty"),
+    "fsrs_due_day": (None, "fsrs_due_day"),
+    "scheduler": ("scheduler", None),
+    "told_interval": ("interval_after", None),
+    "told_due_day": ("due_day_after", None),
+    "restart": ("restart", None),
 }
 _LOG_COLUMNS = {field: log for field, (log, _) in _STORED.items() if log}
 _STATE_COLUMNS = {field: state for field, (_, state) in _STORED.items() if state}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import sqlite3
 import subprocess
 import sys
 
@@ -13,11 +14,13 @@ import pytest
 from bot.console import Console
 from tests.helpers.console import letter_of, letters, shown_letters
 from tests.helpers.paths import REPO
+from tests.helpers.records import RIGHT
 
 WHY = {"To average gradients over the micro-batches", "To train faster", "To save memory"}
 
 
-def play(tutor, lines: list, learner_name: str = "sam") -> str:
+def play(tutor, lines: list, learner_name: str = "sam", scheduler: str | None = None,
+         remediation: bool | None = None) -> str:
     """Type `lines`; a callable line is given what was printed so far (to find the letter
     an option is shown under)."""
     learner = tutor.learner(f"local:{learner_name}", display_name=learner_name)
@@ -34,7 +37,8 @@ def play(tutor, lines: list, learner_name: str = "sam") -> str:
         return line
 
     out = io.StringIO()
-    assert Console(tutor, learner, "mini", out=out, read=read).run() == 0
+    assert Console(tutor, learner, "mini", out=out, read=read, scheduler=scheduler,
+                   remediation=remediation).run() == 0
     return out.getvalue()
 
 
@@ -107,6 +111,45 @@ def test_a_finished_session_says_when_the_next_review_is(tutor, clock):
     clock.advance(days=1)
     text = play(tutor, ["q"])
     assert "3 due now, 0 new left today." in text and "== review" in text
+
+
+def test_a_misconception_comes_back_as_a_remedy(tutor, clock):
+    learner = tutor.learner("local:sam", display_name="sam")
+    for card_id in ("mini/clear", "mini/scale"):  # day 0: both met
+        tutor.answer(tutor.next_card(learner, only=card_id), RIGHT[card_id])
+    clock.advance(days=1)  # day 1: scale passes (due in 6 days), clear needs the hint
+    tutor.answer(tutor.next_card(learner, only="mini/scale"), RIGHT["mini/scale"])
+    served, _ = tutor.hint(tutor.next_card(learner, only="mini/clear"))
+    tutor.answer(served, RIGHT["mini/clear"])
+    clock.advance(days=1)
+    text = play(tutor, ["step", "zero_grad", "q"], remediation=True)  # the wrong method first
+    assert "Scheduler: SM-2; remediation of mistakes on." in text
+    assert "Mistakes to work on: Wrong method (made 1x)." in text
+    clock.advance(days=1)  # clear's review, the new card, then scale on the same mistake
+    text = play(tutor, ["zero_grad", letters("To average gradients over the micro-batches"),
+                        "accumulation_steps backward", "q"], remediation=True)
+    assert text.index("== review") < text.index("== new card") < text.index(
+        "== on a recent mistake")
+    assert "Mistakes to work on" not in text  # clear's clean first try corrected it
+
+
+def test_the_terminal_schedules_by_fsrs_when_asked(tmp_path):
+    db = tmp_path / "learner.db"
+    command = [sys.executable, "-m", "bot", "practice", "--db", str(db), "--learner", "kim",
+               "--no-remediation", "--scheduler", "fsrs"]
+    run = subprocess.run(command, input="zero_grad\n", capture_output=True, text=True,
+                         env=_env(), cwd=tmp_path, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert "Scheduler: FSRS; remediation of mistakes off." in run.stdout
+    with sqlite3.connect(db) as conn:
+        told, fsrs_due = conn.execute(
+            "SELECT l.due_day_after, s.fsrs_due_day FROM review_log l JOIN card_state s"
+            " ON s.learner_id = l.learner_id AND s.card_id = l.card_id").fetchone()
+        assert told == fsrs_due
+        assert conn.execute("SELECT scheduler FROM review_log").fetchall() == [("fsrs",)]
+    bad = subprocess.run([*command[:-1], "leitner"], capture_output=True, text=True,
+                         env=_env(), cwd=tmp_path, timeout=60)
+    assert bad.returncode == 2 and "invalid choice: 'leitner'" in bad.stderr
 
 
 def _env() -> dict:

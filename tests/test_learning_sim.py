@@ -1,23 +1,26 @@
-"""The learning simulation (bot/sim/): memory model, learner, policies, and the direct SM-2
-driver held to the real engine's decisions."""
+"""The learning simulation (bot/sim/): memory model, learner, policies (SM-2 or FSRS, with or
+without remediation), and the direct driver held to the real engine's decisions."""
 
 from __future__ import annotations
 
 import math
 import statistics
 from dataclasses import replace
+from datetime import date
 
 import pytest
 
 from bot.bench.learning import run_learning
 from bot.sim.deck import SimCard, Slot, sim_cards
 from bot.sim.engine_policy import EnginePolicy
-from bot.sim.learner import LearnerModel, Profile, SimLearner
+from bot.sim.learner import Answer, LearnerModel, Profile, SimLearner
 from bot.sim.memory import FSRS45_WEIGHTS as W
 from bot.sim.memory import Memory, retrievability
-from bot.sim.policies import POLICIES, Pick, SM2Schedule, naive_quality, ours_quality
+from bot.sim.policies import POLICIES, Pick, SimSchedule, naive_quality, ours_quality
 from bot.sim.run import SimConfig, percentile, simulate
 from content.loader import DeckLibrary
+from scheduler.fsrs_review import review_fsrs
+from scheduler.remediation import REMEDIES_PER_DAY, REMEDIES_PER_MISTAKE, REMEDY_DELAY_DAYS
 
 
 @pytest.fixture(scope="module")
@@ -169,9 +172,7 @@ def test_grade_maps():
 
 
 def test_sm2_schedule_serves_due_then_new_within_the_limit_then_drills(cards):
-    from bot.sim.learner import Answer
-
-    schedule = SM2Schedule(cards[:4], 2, ours_quality)
+    schedule = SimSchedule(cards[:4], 2, ours_quality)
     slow_right = Answer((("x",),), (90_000,), True, False, True, ())  # q 3: drill
     quick_right = Answer((("x",),), (1_000,), True, False, True, ())  # q 5
     first = schedule.next_card(0, 0)
@@ -188,6 +189,129 @@ def test_sm2_schedule_serves_due_then_new_within_the_limit_then_drills(cards):
     assert schedule.next_card(1, 0).kind == "review"
 
 
+def choice(card_id: str, *mistakes: str) -> SimCard:
+    """A multiple-choice card whose wrong options stand for ``mistakes``; "z" is right."""
+    options = tuple(f"o{i}" for i in range(len(mistakes)))
+    return SimCard(card_id, "medium", (Slot(None, (*options, "z"), "z",
+                                            dict(zip(options, mistakes, strict=True))),))
+
+
+QUICK = Answer((("z",),), (1_000,), True, False, True, ())  # q 5
+
+
+def second_try(*shown: str) -> Answer:
+    """Right on attempt 2 after choosing ``shown``'s wrong options: q 1, a drill."""
+    return Answer((("o0",), ("z",)), (30_000, 8_000), True, False, False, shown)
+
+
+def test_policies_cover_both_schedulers_with_and_without_remediation():
+    assert list(POLICIES) == ["sm2-ours", "sm2-naive", "fsrs", "sm2-ours+remediation",
+                              "sm2-naive+remediation", "fsrs+remediation"]
+    assert all(POLICIES[name].describe() for name in POLICIES)
+    assert POLICIES["fsrs"].grade is ours_quality and POLICIES["fsrs"].active == "fsrs"
+    assert [p.remediation for p in POLICIES.values()] == [False] * 3 + [True] * 3
+
+
+def test_fsrs_states_move_with_review_fsrs_and_decide_the_due_day_when_active():
+    deck = [choice("c0", "m0"), choice("c1", "m1")]
+    fsrs = SimSchedule(deck, 2, ours_quality, "fsrs")
+    sm2 = SimSchedule(deck, 2, ours_quality)
+    for schedule in (fsrs, sm2):  # both schedulers move, whichever is active
+        for card in deck:
+            schedule.record(0, 0, schedule.next_card(0, 0), card, QUICK)
+    first, interval = review_fsrs(None, 5, date(2026, 1, 5))
+    assert interval == 2 and sm2.states["c0"].sm2.interval == 1
+    for schedule in (fsrs, sm2):
+        state = schedule.states["c0"]
+        assert (state.fsrs, state.fsrs_due, state.due) == (first, 2, 1)
+    assert fsrs.next_card(1, 0) is None and sm2.next_card(1, 0) == Pick("c0", "review")
+    pick = fsrs.next_card(2, 0)
+    assert pick == Pick("c0", "review")
+    fsrs.record(2, 0, pick, deck[0], second_try("m0"))
+    after, interval = review_fsrs(first, 1, date(2026, 1, 7))
+    state = fsrs.states["c0"]
+    assert (state.fsrs, state.fsrs_due, state.due) == (after, 2 + interval, 3)
+    assert after.stability < fsrs.states["c1"].fsrs.stability
+    # c0 (again due day 3) and c1 (due day 2, overdue): the earliest due first.
+    assert fsrs.next_card(3, 0) == Pick("c1", "review")
+
+
+def remediation_deck() -> list[SimCard]:
+    return [choice("a0", "m1"), choice("a1", "m1"), choice("a2", "m1"), choice("b0", "m2"),
+            choice("lure", "m1", "m3"), choice("new-other", "m4"), choice("new-m1", "m1")]
+
+
+def test_a_shown_mistake_brings_met_cards_on_it_to_a_remedy_after_due_and_new_cards():
+    deck = remediation_deck()
+    by_id = {card.id: card for card in deck}
+    schedule = SimSchedule(deck, 1, ours_quality, remediation=True)
+    for day in (0, 1):  # a0..b0 met on day 0, reviewed on day 1: due on day 7
+        for card in deck[:4]:
+            schedule.record(day, 0, Pick(card.id, "new" if day == 0 else "review"), card, QUICK)
+    assert schedule.next_card(2, 0) == Pick("lure", "new")  # nothing open: deck order
+    schedule.record(2, 0, Pick("lure", "new"), by_id["lure"], second_try("m1"))
+    assert schedule.open == {"m1"}
+    picked = {cid for cid, s in schedule.states.items() if s.remedy is not None}
+    assert picked == {"a0", "a1"} and REMEDIES_PER_MISTAKE == 2  # reviewed longest ago
+    assert {s.remedy for s in schedule.states.values()} == {None, 2 + REMEDY_DELAY_DAYS}
+    assert schedule.next_card(2, 1) == Pick("lure", "drill")  # the remedies are tomorrow
+    schedule.record(2, 1, Pick("lure", "drill"), by_id["lure"], QUICK)
+    assert schedule.next_card(2, 2) is None
+    # Day 3: the due review, then the unseen card on the open mistake, then remedies, drills.
+    assert schedule.next_card(3, 0) == Pick("lure", "review")
+    schedule.record(3, 0, Pick("lure", "review"), by_id["lure"], second_try("m1"))
+    assert schedule.states["a2"].remedy == 4  # a0 and a1 already hold one
+    assert schedule.next_card(3, 1) == Pick("new-m1", "new")
+    schedule.record(3, 1, Pick("new-m1", "new"), by_id["new-m1"], QUICK)
+    assert schedule.open == set()  # right on the first try: faced the lure and passed it by
+    before = schedule.states["a0"]
+    before = (before.sm2, before.fsrs, before.due, before.fsrs_due, before.last_day,
+              before.drill_pending)
+    assert schedule.next_card(3, 2) == Pick("a0", "remedy")
+    assert schedule.record(3, 2, Pick("a0", "remedy"), by_id["a0"], second_try("m1")) == 1
+    after = schedule.states["a0"]
+    assert (after.sm2, after.fsrs, after.due, after.fsrs_due, after.last_day,
+            after.drill_pending) == before  # a remedy moves no schedule and no drill
+    assert after.remedy is None
+    assert schedule.next_card(3, 3) == Pick("a1", "remedy")
+    schedule.record(3, 3, Pick("a1", "remedy"), by_id["a1"], QUICK)
+    assert schedule.next_card(3, 4) == Pick("lure", "drill")
+
+
+def test_remedies_are_bounded_per_mistake_and_per_day():
+    deck = ([choice(f"x{i}", "m1") for i in range(4)] + [choice(f"y{i}", "m2") for i in range(4)]
+            + [choice(f"z{i}", "m3") for i in range(4)])
+    schedule = SimSchedule(deck, len(deck), ours_quality, remediation=True)
+    for day in (0, 1):
+        for card in deck:
+            schedule.record(day, 0, Pick(card.id, "new" if day == 0 else "review"), card, QUICK)
+    both = SimCard("both", "medium", deck[0].slots + deck[4].slots)
+    schedule.tests["both"] = both.mistake_ids
+    schedule.record(2, 0, Pick("both", "new"), both, second_try("m1", "m2"))
+    pending = sorted(cid for cid, s in schedule.states.items() if s.remedy is not None)
+    assert pending == ["x0", "x1", "y0", "y1"] and REMEDIES_PER_DAY == 4
+    schedule.record(2, 1, Pick("z3", "drill"), deck[-1], second_try("m3"))
+    assert all(schedule.states[f"z{i}"].remedy is None for i in range(4))  # the day is full
+    for cid in pending[:2]:  # serving remedies uses up the next day's bound as well
+        schedule.record(3, 0, Pick(cid, "remedy"), deck[0], QUICK)
+    schedule.record(3, 1, Pick("z3", "drill"), deck[-1], second_try("m3"))
+    assert all(schedule.states[f"z{i}"].remedy is None for i in range(4))
+
+
+def test_without_remediation_misconceptions_are_tracked_but_change_nothing():
+    deck = remediation_deck()
+    schedule = SimSchedule(deck, 1, ours_quality)
+    for card in deck[:4]:
+        schedule.record(0, 0, Pick(card.id, "new"), card, QUICK)
+    schedule.record(0, 0, Pick("lure", "new"), deck[4], second_try("m1"))
+    assert schedule.open == {"m1"}
+    assert all(s.remedy is None for s in schedule.states.values())
+    assert schedule.next_card(1, 0).kind == "review"
+    for card in deck[:5]:
+        schedule.record(1, 0, Pick(card.id, "review"), card, QUICK)
+    assert schedule.next_card(1, 1) == Pick("new-other", "new")
+
+
 def test_percentile_treats_never_as_unknown():
     assert percentile([1, 2, 3, 4], 0.5) == 2 and percentile([], 0.5) is None
     assert percentile([1, math.inf, math.inf], 0.9) is None
@@ -195,15 +319,22 @@ def test_percentile_treats_never_as_unknown():
 
 # -- the direct driver against the real engine ----------------------------------------------
 
-def test_direct_sm2_makes_the_engines_decisions(tmp_path, library, cards):
+@pytest.mark.parametrize("name", ["sm2-ours", "sm2-ours+remediation", "fsrs",
+                                  "fsrs+remediation"])
+def test_the_direct_driver_makes_the_engines_decisions(tmp_path, library, cards, name):
+    """The engine on the policy's scheduler and remediation, chosen as `tutor practice
+    --scheduler --remediation` chooses them."""
+    policy = POLICIES[name]
     config = SimConfig(learners=4, days=30, seed=5, new_per_day=6)
-    engine = EnginePolicy(tmp_path, library)
+    engine = EnginePolicy(tmp_path, library, policy.active, policy.remediation)
+    assert engine.name == name
     try:
         through_engine = simulate(engine, cards, config, keep_log=True)
     finally:
         engine.close()
-    direct = simulate(POLICIES["sm2-ours"], cards, config, keep_log=True)
-    assert len(direct.log) > 100 and {e[3] for e in direct.log} == {"new", "review", "drill"}
+    direct = simulate(policy, cards, config, keep_log=True)
+    kinds = {"new", "review", "drill"} | ({"remedy"} if policy.remediation else set())
+    assert len(direct.log) > 100 and {e[3] for e in direct.log} == kinds
     assert through_engine.log == direct.log
     assert through_engine.retention == direct.retention
 
@@ -220,3 +351,19 @@ def test_the_same_seed_gives_the_same_numbers(library):
 
     assert numbers(1) == numbers(1)
     assert numbers(1)["policies"] != numbers(2)["policies"]
+    report = numbers(1)
+    assert [row["policy"] for row in report["table"]] == list(POLICIES)
+    assert report["best_retention"] in POLICIES
+    assert report["fewest_reviews_per_retained_card"] in POLICIES
+
+
+def test_fsrs_with_remediation_is_seeded(cards):
+    config = SimConfig(learners=30, days=30, seed=3)
+    policy = POLICIES["fsrs+remediation"]
+    one = simulate(policy, cards, config, keep_log=True)
+    two = simulate(policy, cards, config, keep_log=True)
+    assert one.log == two.log and one.retention == two.retention
+    assert one.serves == two.serves and one.serves["remedy"] > 0
+    assert {e[3] for e in one.log} == {"new", "review", "remedy", "drill"}
+    other = simulate(policy, cards, replace(config, seed=4))
+    assert other.log is None and other.serves != one.serves

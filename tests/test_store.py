@@ -194,9 +194,11 @@ def test_every_review_column_is_written_from_the_record():
     # One table says where each field of a ReviewRecord is stored; a column added to the
     # review log or the card state without a place in it fails here, not in production.
     control = {"expected_count", "changes_schedule"}  # guards, not data
-    assert set(_STORED) == {f.name for f in fields(ReviewRecord)} - control
+    # Written to the misconception table and to other cards' remedy days.
+    elsewhere = {"corrected", "remedies", "remedy_day"}
+    assert set(_STORED) == {f.name for f in fields(ReviewRecord)} - control - elsewhere
     assert set(_LOG_COLUMNS.values()) == {c.name for c in ReviewLog.__table__.c} - {"id"}
-    assert set(_STATE_COLUMNS.values()) | {"review_count"} == {
+    assert set(_STATE_COLUMNS.values()) | {"review_count", "remedy_day"} == {
         c.name for c in CardState.__table__.c}
 
 

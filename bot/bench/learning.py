@@ -2,8 +2,9 @@
 
 `tutor bench learning --json [-n LEARNERS]`: 1,000 learners (``-n``) study the bundled deck's
 multiple-choice and fill-in cards for 90 days under every policy in bot.sim.policies
-(sm2-ours, sm2-naive), seeded: the same seed gives the same numbers. The models and their
-parameters are in bot/sim/ (memory.py, learner.py) and are reported with the run.
+(sm2-ours, sm2-naive, fsrs, and each of them +remediation), seeded: the same seed gives the
+same numbers. The models and their parameters are in bot/sim/ (memory.py, learner.py) and are
+reported with the run; "table" puts the policies' headline numbers side by side.
 """
 
 from __future__ import annotations
@@ -41,19 +42,31 @@ def run_learning(config: SimConfig, library: DeckLibrary | None = None,
                           **outcome.report(len(cards), config.learners, config.days)}
     costs = {name: p["reviews_per_retained_card"] for name, p in policies.items()
              if p["reviews_per_retained_card"]}
+    retention = {name: p["retention_day_end"] for name, p in policies.items()}
     return {
         "benchmark": "learning",
         **config_dict(config),
         "cards": len(cards),
-        "driver": "direct: scheduler/sm2.py + scheduler/grading.py with bot/tutor.py's rules "
-                  "(tests/test_learning_sim.py holds it to the engine's decisions)",
+        "driver": "direct: scheduler/sm2.py, scheduler/fsrs_review.py, scheduler/grading.py "
+                  "and scheduler/remediation.py with bot/tutor.py's rules "
+                  "(tests/test_learning_sim.py holds sm2-ours to the engine's decisions)",
         "memory_model": MEMORY_MODEL,
         "learner_model": model.as_dict(),
         "retention_definition": RETENTION,
         "policies": policies,
+        "table": [_row(name, p) for name, p in policies.items()],
         "fewest_reviews_per_retained_card": min(costs, key=costs.get) if costs else None,
+        "best_retention": max(retention, key=retention.get) if retention else None,
         "wall_s": round(time.perf_counter() - started, 2),
     }
+
+
+def _row(name: str, report: dict) -> dict:
+    """One policy's headline numbers, for reading the policies side by side."""
+    return {"policy": name, "retention": report["retention_day_end"],
+            "total_reviews": report["total_reviews"],
+            "reviews_per_retained_card": report["reviews_per_retained_card"],
+            "days_to_three": report["days_to_three_recalls"]["median"]}
 
 
 def bench_learning(args) -> dict:

@@ -74,7 +74,7 @@ class CardFlow:
             await interaction.response.send_message(embed=embed, view=view, ephemeral=ephemeral)
 
     async def _nothing(self, interaction, learner: Learner, mode: str, edit: bool) -> None:
-        progress = await self.db(self.tutor.progress, learner)
+        progress = await self.db(self.tutor.progress, learner, guild_id=interaction.guild_id)
         text = NOTHING[mode]
         if progress.next_due:
             text += f"\nNext review: **{when(progress.next_due, progress.today)}**."
@@ -153,7 +153,8 @@ class CardFlow:
         card = self.tutor.card(verdict.served)
         feedback = render.feedback_embed(card, verdict, self.tutor.today(learner))
         if verdict.finished:
-            mode = {"review": "review", "drill": "review", "new": "learn"}.get(
+            mode = {"review": "review", "drill": "review", "remedy": "review",
+                    "new": "learn"}.get(
                 verdict.served.kind, "practice")
             embeds = [render.card_embed(card, verdict.served, finished=True), feedback]
             view = render.next_view(mode, None)

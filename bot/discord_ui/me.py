@@ -12,8 +12,10 @@ from bot.discord_ui.flow import CardFlow
 from bot.discord_ui.options import learner_command, timezone_names
 from bot.discord_ui.replies import dm, reply
 from bot.learners import RANGES
+from bot.misconceptions import learner_mistakes
 from bot.tutor import TutorError
 from scheduler import reminders as schedule
+from scheduler.choice import SCHEDULERS
 
 
 class ForgetButton(discord.ui.DynamicItem[discord.ui.Button],
@@ -47,6 +49,10 @@ Hour = _range("reminder_hour")
 NewPerDay = _range("new_per_day")
 AtLeast = _range("reminder_min_due")
 DailyMinimum = _range("daily_minimum")
+FOLLOW_SERVER = "server"
+SCHEDULER_CHOICES = [*(app_commands.Choice(name=name, value=value)
+                       for value, name in SCHEDULERS.items()),
+                     app_commands.Choice(name="This server's choice", value=FOLLOW_SERVER)]
 
 
 def commands(flow: CardFlow, community: Community) -> list[app_commands.Command]:
@@ -56,13 +62,19 @@ def commands(flow: CardFlow, community: Community) -> list[app_commands.Command]
     async def stats(interaction: discord.Interaction) -> None:
         learner = await flow.learner(interaction.user)
         reviewed, first_try, seen = await flow.db(flow.learners.totals, learner)
-        progress = await flow.db(tutor.progress, learner)
+        progress = await flow.db(tutor.progress, learner, guild_id=interaction.guild_id)
         embed = render.progress_embed(
             interaction.user.display_name, progress, reviewed,
             first_try / reviewed if reviewed else None, len(tutor.servable()), seen)
         streak = schedule.current_streak(learner, progress.today)
         embed.add_field(name="Streak", value=f"{streak} day(s)"
                         f" (longest {learner.longest_streak})")
+        choice = await flow.db(tutor.choice, learner, interaction.guild_id)
+        embed.add_field(name="Scheduler", value=render.scheduler_line(learner, choice))
+        mistakes = await flow.db(learner_mistakes, tutor.store, tutor.library, learner.id)
+        if mistakes:
+            embed.add_field(name="Misconceptions", inline=False,
+                            value=render.field_text(render.misconception_lines(mistakes)))
         await interaction.response.defer(ephemeral=True, thinking=True)  # a picture to draw
         files, missed, view = await community.stats_extras(learner, progress.today)
         if missed:
@@ -83,7 +95,9 @@ def commands(flow: CardFlow, community: Community) -> list[app_commands.Command]
         quiet_end="Local hour your quiet hours end",
         remind_when_due="Only remind me when at least this many cards are due",
         daily_minimum="Reviews a day that keep your streak going",
+        scheduler="How your reviews are spaced (your history is kept under both)",
     )
+    @app_commands.choices(scheduler=SCHEDULER_CHOICES)
     async def settings(
         interaction: discord.Interaction,
         timezone: str | None = None,
@@ -95,6 +109,7 @@ def commands(flow: CardFlow, community: Community) -> list[app_commands.Command]
         quiet_end: Hour | None = None,
         remind_when_due: AtLeast | None = None,
         daily_minimum: DailyMinimum | None = None,
+        scheduler: str | None = None,
     ) -> None:
         learner = await flow.learner(interaction.user)
         changes = {k: v for k, v in {
@@ -103,6 +118,8 @@ def commands(flow: CardFlow, community: Community) -> list[app_commands.Command]
             "new_per_day": new_per_day, "quiet_start": quiet_start, "quiet_end": quiet_end,
             "reminder_min_due": remind_when_due, "daily_minimum": daily_minimum,
         }.items() if v is not None}
+        if scheduler is not None:  # "server": follow the server's choice again
+            changes["scheduler"] = None if scheduler == FOLLOW_SERVER else scheduler
         try:
             learner = await flow.db(flow.learners.update_settings, learner, changes)
         except TutorError as exc:
@@ -119,6 +136,8 @@ def commands(flow: CardFlow, community: Community) -> list[app_commands.Command]
             f"Streak: a day counts after {learner.daily_minimum} review(s)",
             f"Leaderboards: **{'shown' if learner.leaderboard_visible else 'hidden'}**",
             f"New cards per day: **{learner.new_per_day}**",
+            "Scheduler: " + render.scheduler_line(
+                learner, await flow.db(tutor.choice, learner, interaction.guild_id)),
         ]
         if reminders:
             await interaction.response.defer(ephemeral=True)

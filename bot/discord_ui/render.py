@@ -21,10 +21,13 @@ from bot.feedback import (
     shown,
     when,
 )
+from bot.misconceptions import OpenMistake
 from bot.served import Served
 from bot.tutor import MAX_ATTEMPTS, Progress, Verdict
 from content.loader import AnyCard
 from content.schema import ChoiceCard, FillInCard
+from scheduler.choice import SCHEDULERS, Choice
+from scheduler.models import Learner
 
 BLUE, GREEN, RED, GREY = 0x5865F2, 0x57F287, 0xED4245, 0x99AAB5
 
@@ -126,6 +129,38 @@ def progress_embed(name: str, p: Progress, reviewed: int, accuracy: float | None
                     value=when(p.next_due, p.today) if p.next_due else
                     ("now" if p.due_now else "–"))
     return embed
+
+
+def scheduler_line(learner: Learner, choice: Choice) -> str:
+    whose = "your choice" if learner.scheduler else "this server's choice"
+    return (f"**{SCHEDULERS[choice.scheduler]}** ({whose}); remediation of mistakes "
+            f"**{'on' if choice.remediation else 'off'}**")
+
+
+def field_text(lines: list[str], limit: int = 1024) -> str:
+    """Lines for one embed field, dropping whole lines past Discord's field limit."""
+    out = ""
+    for line in lines:
+        if len(out) + len(line) + 1 > limit:
+            break
+        out += ("\n" if out else "") + line
+    return out or "–"
+
+
+def misconception_lines(mistakes: list[OpenMistake], limit: int = 8) -> list[str]:
+    """Open misconceptions (and when each was last corrected, if it came back), then the
+    most recently corrected; Discord shows the times in the reader's own timezone."""
+    lines = []
+    for m in mistakes[:limit]:
+        shown = f"chosen {m.times_shown}×, last {discord.utils.format_dt(m.last_shown_at, 'R')}"
+        corrected = (f"corrected {discord.utils.format_dt(m.last_corrected_at, 'R')}"
+                     if m.last_corrected_at else None)
+        if m.open:
+            lines.append(f"🔴 **{m.title}**: {shown}"
+                         + (f"; {corrected}, then back" if corrected else ""))
+        else:
+            lines.append(f"✅ {m.title}: {corrected}")
+    return lines
 
 
 def notice(text: str, colour: int = GREY) -> discord.Embed:

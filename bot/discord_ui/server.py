@@ -10,6 +10,9 @@ from bot.discord_ui.options import timezone_names
 from bot.discord_ui.replies import reply
 from bot.servers import WEEKDAYS, Servers
 from bot.tutor import TutorError
+from scheduler.choice import SCHEDULERS, resolve
+
+DEFAULT = "default"
 
 
 def commands(flow: CardFlow) -> list[app_commands.Group]:
@@ -36,6 +39,33 @@ def commands(flow: CardFlow) -> list[app_commands.Group]:
         await reply(interaction, f"Reminders for learners with closed DMs go to "
                                  f"{channel.mention}." if channel else
                     "Reminders are no longer posted in this server.")
+
+    @server.command(name="learning",
+                    description="How reviews are spaced here, and remediation of mistakes.")
+    @app_commands.describe(
+        scheduler="For learners who did not choose one in /settings",
+        remediation="A wrong answer brings the learner's other cards on that mistake sooner")
+    @app_commands.choices(scheduler=[
+        *(app_commands.Choice(name=name, value=value) for value, name in SCHEDULERS.items()),
+        app_commands.Choice(name="The default", value=DEFAULT)])
+    async def learning(interaction: discord.Interaction, scheduler: str | None = None,
+                       remediation: bool | None = None) -> None:
+        guild_id = interaction.guild_id
+        try:
+            if scheduler is not None:
+                await flow.db(servers.set_scheduler, guild_id,
+                              None if scheduler == DEFAULT else scheduler)
+            if remediation is not None:
+                await flow.db(servers.set_remediation, guild_id, remediation)
+        except TutorError as exc:
+            await reply(interaction, str(exc))
+            return
+        settings = await flow.db(servers.settings, guild_id)
+        choice = resolve(None, settings.scheduler, settings.remediation)
+        await reply(interaction, f"Learners here are scheduled by "
+                                 f"**{SCHEDULERS[choice.scheduler]}** unless they chose "
+                                 f"otherwise in /settings; remediation of mistakes is "
+                                 f"**{'on' if choice.remediation else 'off'}**.")
 
     @server.command(name="new-season",
                     description="Start a new leaderboard season (history is kept).")

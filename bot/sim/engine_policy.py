@@ -1,9 +1,10 @@
 """The real engine behind the simulation's `Schedule` interface: `Tutor.next_card`,
 `Tutor.hint` and `Tutor.answer` on a SQLite database, with a clock the simulation moves.
 
-It is "sm2-ours" exactly as the product runs it, at about a millisecond an answer: too slow
-for the default benchmark, so tests hold the direct driver (bot.sim.policies) to the same
-decisions on a small run.
+It runs a policy exactly as the product does (the scheduler and remediation given as the
+one-off choices `tutor practice --scheduler --remediation` makes), at about a millisecond
+an answer: too slow for the default benchmark, so tests hold the direct driver
+(bot.sim.policies) to the same decisions on a small run.
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ class _Clock:
 
 
 class EngineSchedule:
-    def __init__(self, tutor: Tutor, clock: _Clock, key: str, new_per_day: int):
-        self.tutor, self.clock = tutor, clock
+    def __init__(self, tutor: Tutor, clock: _Clock, key: str, new_per_day: int,
+                 choice: dict):
+        self.tutor, self.clock, self.choice = tutor, clock, choice
         learner = tutor.learner(key)
         if learner.new_per_day != new_per_day:
             learner = Learners(tutor).update_settings(learner, {"new_per_day": new_per_day})
@@ -48,7 +50,7 @@ class EngineSchedule:
 
     def next_card(self, day: int, at_ms: int) -> Pick | None:
         self.clock.set(day, at_ms)
-        self.served = self.tutor.next_card(self.learner)
+        self.served = self.tutor.next_card(self.learner, **self.choice)
         return None if self.served is None else Pick(self.served.card_id, self.served.kind)
 
     def record(self, day: int, at_ms: int, pick: Pick, card: SimCard,
@@ -70,11 +72,13 @@ class EngineSchedule:
 
 
 class EnginePolicy:
-    """"sm2-ours" through bot.tutor.Tutor on its own SQLite file in ``folder``."""
+    """A policy through bot.tutor.Tutor on its own SQLite file in ``folder``: SM-2 or FSRS
+    with the product's grade map, remediation on or off."""
 
-    name = "sm2-ours"
-
-    def __init__(self, folder: Path, library: DeckLibrary | None = None):
+    def __init__(self, folder: Path, library: DeckLibrary | None = None,
+                 scheduler: str = "sm2", remediation: bool = False):
+        self.name = scheduler.replace("sm2", "sm2-ours") + ("+remediation" * remediation)
+        self.choice = {"scheduler": scheduler, "remediation": remediation}
         self.engine = make_engine(sqlite_url(Path(folder) / "learning.db"))
         upgrade(self.engine)
         self.clock = _Clock()
@@ -84,10 +88,10 @@ class EnginePolicy:
         servable = [c.id for c in self.tutor.servable()]
         if servable != [c.id for c in cards]:
             raise ValueError("the engine serves other cards than the simulation's")
-        return EngineSchedule(self.tutor, self.clock, key, new_per_day)
+        return EngineSchedule(self.tutor, self.clock, key, new_per_day, self.choice)
 
     def describe(self) -> str:
-        return "sm2-ours through bot.tutor.Tutor on SQLite"
+        return f"{self.name} through bot.tutor.Tutor on SQLite"
 
     def close(self) -> None:
         self.tutor.store.close()

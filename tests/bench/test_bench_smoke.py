@@ -100,7 +100,10 @@ def test_bench_learning_compares_policies_on_simulated_learners():
     report = json.loads(result.stdout)
     assert report["benchmark"] == "learning" and report["learners"] == 20
     assert report["days"] == 90 and report["cards"] > 0 and report["wall_s"] >= 0
-    assert set(report["policies"]) == {"sm2-ours", "sm2-naive"}
+    assert set(report["policies"]) == {"sm2-ours", "sm2-naive", "fsrs", "sm2-ours+remediation",
+                                       "sm2-naive+remediation", "fsrs+remediation"}
+    assert [row["policy"] for row in report["table"]] == list(report["policies"])
+    assert report["best_retention"] in report["policies"]
     for policy in report["policies"].values():
         assert 0 <= policy["recall_day_end"] <= policy["retention_day_end"] <= 1
         assert policy["total_reviews"] == sum(policy["reviews_by_kind"].values()) > 0

@@ -26,7 +26,7 @@ async def test_every_command_is_synced_and_admin_ones_are_hidden(world, simcord_
     admin = guild.add_member(simcord_env.create_user("root"), roles=[admins])
     assert set(admin.available_commands(channel)) == LEARNER_COMMANDS | {
         "server-settings public-play", "server-settings reminder-channel",
-        "server-settings new-season", "server-settings leaderboard",
+        "server-settings new-season", "server-settings leaderboard", "server-settings learning",
         *(f"deck {c}" for c in ("upload", "list", "show", "enable", "disable", "publish",
                                 "remove", "export"))}
 

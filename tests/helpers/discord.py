@@ -69,15 +69,20 @@ def verdict_message(result):
 async def forged_slash(actor, channel, name: str, **options):
     """A slash command as a forged client sends it: values Discord's own client never
     allows (out of range, not among the choices) reach the bot, since discord.py does not
-    check them. SimCord checks them, so this goes under its public API."""
+    check them. SimCord checks them, so this goes under its public API. ``name`` may be
+    "group subcommand"."""
     from simcord import actors
     from simcord.enums import AppCommandType, InteractionType
 
-    root = actors._resolve_visible_command(actor, channel.id, name, AppCommandType.CHAT_INPUT)
-    spec = {o["name"]: o for o in root.get("options", [])}
+    group, _, sub = name.partition(" ")
+    root = actors._resolve_visible_command(actor, channel.id, group, AppCommandType.CHAT_INPUT)
+    command = next(o for o in root["options"] if o["name"] == sub) if sub else root
+    spec = {o["name"]: o for o in command.get("options", [])}
+    values = [{"name": k, "type": spec[k]["type"], "value": v} for k, v in options.items()]
+    if sub:
+        values = [{"name": sub, "type": command["type"], "options": values}]
     data = {"id": root["id"], "name": root["name"], "type": root.get("type", 1),
-            "options": [{"name": k, "type": spec[k]["type"], "value": v}
-                        for k, v in options.items()]}
+            "options": values}
     if root.get("guild_id"):
         data["guild_id"] = root["guild_id"]
     return await actors._dispatch_actor_interaction(

@@ -24,4 +24,7 @@ def record(learner_id: int, answer_id: str, card_id: str = "d/c", **overrides) -
         ef100=260, repetitions=1, interval=1, due_day=date(2026, 12, 3), lapses=0,
         drill_pending=False, expected_count=None, changes_schedule=True,
     )
-    return ReviewRecord(**{**values, **overrides})
+    values = {**values, **overrides}
+    values.setdefault("told_interval", values["interval"])
+    values.setdefault("told_due_day", values["due_day"])
+    return ReviewRecord(**values)
