@@ -8,7 +8,7 @@ Time is injected (`clock`), never read here. A served card is an immutable `Serv
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from datetime import date, datetime
 from functools import partial
@@ -17,13 +17,29 @@ from typing import Literal
 import sqlalchemy as sa
 
 from bot.deck_library import LiveLibrary
+from bot.errors import (
+    AlreadyCounted,
+    InvalidAnswer,
+    NeedsSandbox,
+    StaleCard,
+    TryAgain,
+    TutorError,
+)
+from bot.judging import (
+    Finding,
+    Response,
+    correct_answer,
+    judge_choice,
+    judge_fill_in,
+    mistakes_of,
+)
 from bot.misconceptions import deck_tests, tested_mistakes
 from bot.observability import record_answer
 from bot.option_order import shuffled
 from bot.served import Kind, Served, new_serve_id
 from content.loader import AnyCard, DeckLibrary
-from content.schema import ChoiceCard, CodeCard, FillInCard
-from scheduler.choice import Choice, resolve
+from content.schema import CodeCard, FillInCard
+from scheduler.choice import DUE_KEYS, Choice, fsrs_state, resolve
 from scheduler.fsrs_review import FSRSState, review_fsrs
 from scheduler.grading import DEFAULT_POLICY, MAX_ATTEMPTS, GradePolicy, needs_drill, quality_for
 from scheduler.models import Learner
@@ -39,37 +55,17 @@ from scheduler.sm2 import NEW, SM2State, review
 from scheduler.store import Advance, ReviewRecord, ServedMoved, StaleReview, Store
 from scheduler.studyday import due_day, study_day
 
+# The engine's public face: front ends import these from here.
+__all__ = ["CODE_POLICY", "AlreadyCounted", "CodeReport", "Finding", "InvalidAnswer",
+           "MAX_ATTEMPTS", "Mode", "NeedsSandbox", "Progress", "Response", "StaleCard",
+           "TryAgain", "Tutor", "TutorError", "Verdict", "correct_answer"]
+
 Mode = Literal["auto", "review", "learn", "practice"]
-Response = str | Mapping[str, str]
 
 
 # Writing a loop takes minutes, not seconds: a passing first submission within 5 minutes
 # is a 5, within 15 a 4, slower a 3.
 CODE_POLICY = GradePolicy(fast_ms=300_000, slow_ms=900_000)
-
-
-class TutorError(Exception):
-    """A problem the learner should be told about in plain words."""
-
-
-class NeedsSandbox(TutorError):
-    pass
-
-
-class StaleCard(TutorError):
-    pass
-
-
-class TryAgain(TutorError):
-    """Not judged now (the code runner is busy or rate-limited); no attempt was used."""
-
-
-class InvalidAnswer(TutorError):
-    """The response is not a choice this card offers; no attempt was used."""
-
-
-class AlreadyCounted(TutorError):
-    """Another click on this served card got there first; this one changed nothing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,18 +77,6 @@ class CodeReport:
     mistakes: tuple[str, ...] = ()
     feedback: tuple[str, ...] = ()
     stdout: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """What one wrong choice does and the common mistake behind it."""
-
-    choice: str
-    says: str
-    mistake_id: str
-    mistake_title: str
-    explanation: str
-    blank: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,7 +266,7 @@ class Tutor:
             timezone=learner.timezone,
             rollover_hour=learner.rollover_hour,
             order=shuffled(card, serve_id),
-            fsrs=None if fresh else _fsrs_state(state),
+            fsrs=None if fresh else fsrs_state(state),
             scheduler=choice.scheduler,
             remediation=choice.remediation,
             restart=restart,
@@ -320,9 +304,9 @@ class Tutor:
         if isinstance(card, CodeCard):
             return self._answer_code(served, card, response, stored)
         if isinstance(card, FillInCard):
-            chosen, findings = self._judge_fill_in(card, response)
+            chosen, findings = judge_fill_in(self.library, card, response)
         else:
-            chosen, findings = self._judge_choice(card, response)
+            chosen, findings = judge_choice(self.library, card, response)
         attempt = served.next_attempt(chosen)
         correct = not findings
         if not correct and attempt.attempts < MAX_ATTEMPTS:
@@ -343,7 +327,7 @@ class Tutor:
         report = self.code_judge(card, code, served.learner_id)
         findings = []
         for mistake_id in report.mistakes:
-            mistake = self._mistake(card, mistake_id)
+            mistake = self.library.mistake(card.id, mistake_id)
             findings.append(Finding("your code", "", mistake.id, mistake.title,
                                     mistake.explanation))
         attempt = served.next_attempt({"status": report.status,
@@ -366,12 +350,12 @@ class Tutor:
         if schedules:  # both schedulers move; the one in force says when
             after = review(served.state, quality)
             due = due_day(today, after.interval)
-            fsrs, fsrs_interval = review_fsrs(served.fsrs, quality, today)
+            fsrs, fsrs_interval = review_fsrs(self._fsrs_before(served), quality, today)
             fsrs_due = due_day(today, fsrs_interval)
             told = (fsrs_interval, fsrs_due) if served.scheduler == "fsrs" else (
                 after.interval, due)
         lapses = served.lapses + (schedules and quality < 3)
-        mistakes = sorted({m for attempt in served.chosen for m in _mistakes_of(card, attempt)})
+        mistakes = sorted({m for attempt in served.chosen for m in mistakes_of(card, attempt)})
         deck_id = self.library.deck_of(card.id).id
         remedies = self._remedies(served, card, deck_id, mistakes, today) \
             if mistakes and served.remediation else ()
@@ -403,6 +387,14 @@ class Tutor:
         return Verdict(served, recorded.correct, True, findings, recorded.quality,
                        recorded.due_day, recorded.interval, recorded.duplicate)
 
+    def _fsrs_before(self, served: Served) -> FSRSState | None:
+        """The FSRS state the review moves: the served card's, or for one served by a
+        version that did not carry it (mid-upgrade), the stored one, not a fresh start."""
+        if served.fsrs is not None or served.review_count is None or served.restart:
+            return served.fsrs
+        row = self.store.state(served.learner_id, served.card_id)
+        return None if row is None else fsrs_state(row)
+
     def _remedies(self, served: Served, card: AnyCard, deck_id: str, mistakes: list[str],
                   today: date) -> list[str]:
         """The learner's cards to bring forward for the mistakes this answer showed."""
@@ -415,38 +407,6 @@ class Tutor:
                                     s.remedy_day is not None)
                for s in self.store.states(served.learner_id) if s.card_id in tests}
         return pick_remedies(mistakes, card.id, tests, met, today, budget)
-
-    def _mistake(self, card: AnyCard, mistake_id: str):
-        return self.library.mistake(card.id, mistake_id)
-
-    def _judge_choice(self, card: ChoiceCard, response: Response):
-        options = {option.id: option for option in card.options}
-        if not isinstance(response, str) or response not in options:
-            raise InvalidAnswer(f"Choose one of: {', '.join(options)}.")
-        option = options[response]
-        if option.correct:
-            return option.id, ()
-        mistake = self._mistake(card, option.mistake)
-        finding = Finding(option.text, option.says or "", mistake.id, mistake.title,
-                          mistake.explanation)
-        return option.id, (finding,)
-
-    def _judge_fill_in(self, card: FillInCard, response: Response):
-        chips = {chip.id: chip for chip in card.chips}
-        if not isinstance(response, Mapping) or set(response) != {b.id for b in card.blanks}:
-            raise InvalidAnswer(f"Fill every blank: {', '.join(b.id for b in card.blanks)}.")
-        findings = []
-        for blank in card.blanks:
-            chip_id = response[blank.id]
-            if chip_id not in chips:
-                raise InvalidAnswer(f"'{chip_id}' is not one of this card's options.")
-            if chip_id == blank.answer:
-                continue
-            wrong = blank.wrong[chip_id]
-            mistake = self._mistake(card, wrong.mistake)
-            findings.append(Finding(chips[chip_id].text, wrong.says, mistake.id,
-                                    mistake.title, mistake.explanation, blank.id))
-        return {blank.id: response[blank.id] for blank in card.blanks}, tuple(findings)
 
     # -- progress ------------------------------------------------------------------------
 
@@ -466,42 +426,5 @@ class Tutor:
         )
 
 
-def _fsrs_state(state: sa.Row) -> FSRSState | None:
-    if state.fsrs_stability is None or state.last_review_day is None:
-        return None
-    return FSRSState(state.fsrs_stability, state.fsrs_difficulty, state.last_review_day)
-
-
-# Per scheduler: a card state's due day, and the tie-break among cards due the same day
-# (the one at more risk first: lower E-Factor, lower stability).
-DUE_KEYS: dict[str, tuple[Callable[[sa.Row], date], Callable[[sa.Row], float]]] = {
-    "sm2": (lambda s: s.due_day, lambda s: s.ef100),
-    # A state from before FSRS was kept, not yet replayed: SM-2's due day meanwhile.
-    "fsrs": (lambda s: s.fsrs_due_day or s.due_day, lambda s: s.fsrs_stability or 0.0),
-}
-
-
 def _advance(before: Served, after: Served, finished: bool) -> Advance:
     return Advance(before.serve_id, before.attempts, after.to_json(), finished)
-
-
-def correct_answer(card: AnyCard) -> str:
-    """The right answer in words, to reveal once the attempts are used."""
-    if isinstance(card, ChoiceCard):
-        return next(o.text for o in card.options if o.correct)
-    if isinstance(card, FillInCard):
-        chips = {chip.id: chip.text for chip in card.chips}
-        return ", ".join(chips[b.answer] for b in card.blanks)
-    return card.reference
-
-
-def _mistakes_of(card: AnyCard, chosen) -> list[str]:
-    if isinstance(card, CodeCard):
-        return list(chosen["mistakes"])
-    if isinstance(card, ChoiceCard):
-        option = next(o for o in card.options if o.id == chosen)
-        return [] if option.correct else [option.mistake]
-    blanks = {b.id: b for b in card.blanks}
-    return [blanks[b].wrong[c].mistake for b, c in chosen.items() if c != blanks[b].answer]
-
-

@@ -1,11 +1,19 @@
 """Which scheduler and whether remediation: the learner's choice, else their server's, else
-the product's default (decided by `tutor bench learning`, README "Learning")."""
+the product's default (decided by `tutor bench learning`: README, "Scheduling and
+remediation")."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import date
 from typing import Literal, NamedTuple
 
-__all__ = ["DEFAULT_REMEDIATION", "DEFAULT_SCHEDULER", "SCHEDULERS", "Choice", "resolve"]
+import sqlalchemy as sa
+
+from scheduler.fsrs_review import FSRSState
+
+__all__ = ["DEFAULT_REMEDIATION", "DEFAULT_SCHEDULER", "DUE_KEYS", "SCHEDULERS", "Choice",
+           "fsrs_state", "resolve"]
 
 SchedulerName = Literal["sm2", "fsrs"]
 SCHEDULERS: dict[str, str] = {"sm2": "SM-2", "fsrs": "FSRS"}
@@ -30,3 +38,19 @@ def resolve(learner_scheduler: str | None, server_scheduler: str | None,
         if choice is not None:
             return Choice(scheduler, choice)
     raise AssertionError("unreachable: the default is a bool")
+
+
+def fsrs_state(state: sa.Row) -> FSRSState | None:
+    """A stored card state's FSRS memory (None: never reviewed since FSRS was kept)."""
+    if state.fsrs_stability is None or state.last_review_day is None:
+        return None
+    return FSRSState(state.fsrs_stability, state.fsrs_difficulty, state.last_review_day)
+
+
+# Per scheduler: a card state's due day, and the tie-break among cards due the same day
+# (the one at more risk first: lower E-Factor, lower stability).
+DUE_KEYS: dict[str, tuple[Callable[[sa.Row], date], Callable[[sa.Row], float]]] = {
+    "sm2": (lambda s: s.due_day, lambda s: s.ef100),
+    # A state from before FSRS was kept, not yet replayed: SM-2's due day meanwhile.
+    "fsrs": (lambda s: s.fsrs_due_day or s.due_day, lambda s: s.fsrs_stability or 0.0),
+}

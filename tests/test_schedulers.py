@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from fsrs import Rating
 
 from bot.learners import BadSetting, Learners
+from bot.served import Served
 from bot.servers import Servers
 from bot.tutor import Tutor
 from content.loader import DeckLibrary, parse_deck
@@ -264,3 +265,16 @@ def test_the_fsrs_migration_replays_existing_history(engine):
                                               expected.fsrs.difficulty))
     assert str(row[2]) == expected.fsrs_due.isoformat()
     assert (scheduler, bool(restart)) == ("sm2", False)
+
+
+def test_a_card_served_before_fsrs_was_kept_moves_the_stored_fsrs_state(tutor, store, clock):
+    learner = tutor.learner("local:ann")
+    play_days(tutor, clock, learner, 10, seed=9)
+    while (served := tutor.next_card(learner)) is None:
+        clock.advance(days=1)
+    old = served.to_json()
+    del old["fsrs"], old["scheduler"], old["remediation"], old["restart"]  # an old version's
+    revived = Served.from_json(old)
+    assert revived.fsrs is None and revived.review_count is not None
+    tutor.answer(revived, RIGHT[revived.card_id])
+    assert_states_replay_from_the_log(store, learner.id)  # continued, not started over

@@ -1,0 +1,27 @@
+"""What the engine tells a learner went wrong, in plain words (front ends show the text)."""
+
+from __future__ import annotations
+
+
+class TutorError(Exception):
+    """A problem the learner should be told about in plain words."""
+
+
+class NeedsSandbox(TutorError):
+    pass
+
+
+class StaleCard(TutorError):
+    pass
+
+
+class TryAgain(TutorError):
+    """Not judged now (the code runner is busy or rate-limited); no attempt was used."""
+
+
+class InvalidAnswer(TutorError):
+    """The response is not a choice this card offers; no attempt was used."""
+
+
+class AlreadyCounted(TutorError):
+    """Another click on this served card got there first; this one changed nothing."""
