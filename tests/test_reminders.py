@@ -396,3 +396,23 @@ def test_two_bot_processes_send_each_due_reminder_exactly_once(tmp_path, store, 
     sent = [learner for outbox in outboxes for learner in json.loads(outbox.read_text())]
     assert sorted(sent) == sorted(p.id for p in people)  # all of them, none twice
     assert all(json.loads(outbox.read_text()) for outbox in outboxes)  # both took a share
+
+
+async def test_reminders_count_what_is_due_under_the_learners_scheduler(store, clock):
+    clock.now = datetime(2026, 3, 2, 12, tzinfo=UTC)
+    later = date(2027, 1, 1)  # FSRS spaces these cards further out than SM-2 does
+    people = []
+    for name, scheduler in (("discord:20", None), ("discord:21", "fsrs"), ("discord:22", None)):
+        person = opt_in(store, name, clock.now, due_cards=0, scheduler=scheduler)
+        for i in range(2):
+            store.record(record(person.id, f"{name}-{i}", card_id=f"d/c{i}",
+                                due_day=date(2026, 1, 1), fsrs_due_day=later))
+        people.append(person)
+    # discord:22 follows the server they used last, which chose FSRS.
+    store.update_guild_settings(77, scheduler="fsrs")
+    store.touch_guild(77, people[2].id, clock.now)
+    clock.now = people[0].next_reminder_at + timedelta(seconds=30)
+    discord = FakeDiscord()
+    report = await sweep(store, discord, clock).run()
+    assert (report.sent, report.nothing_due) == (1, 2)
+    assert [(dm.external_id, dm.due) for dm in discord.dms] == [("discord:20", 2)]

@@ -23,7 +23,7 @@ the active one decides when the card is due again. A study day serves:
 Two grade maps: "ours", scheduler/grading.py's `quality_for` (only a first try shows recall);
 "naive", any correct answer within the attempts passes (quality 4), else 1.
 `bot.sim.engine_policy` runs the real engine behind the same interface; a test holds the two
-to the same decisions for "sm2-ours".
+to the same decisions for SM-2 and FSRS, each with remediation on and off.
 """
 
 from __future__ import annotations
