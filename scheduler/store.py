@@ -15,18 +15,12 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 
 from scheduler.board_store import BoardQueries
 from scheduler.deck_store import DeckQueries
+from scheduler.learner_store import LearnerQueries
 from scheduler.misconception_store import MisconceptionQueries
-from scheduler.models import (
-    CardState,
-    GuildMember,
-    GuildSettings,
-    Learner,
-    ReviewLog,
-)
+from scheduler.models import CardState, Learner, ReviewLog
 from scheduler.prepared import Prepared
 from scheduler.reminder_store import ReminderQueries
 from scheduler.served_store import ServedQueries, advance_statement, advance_values
@@ -34,8 +28,6 @@ from scheduler.served_store import ServedQueries, advance_statement, advance_val
 learner_t = Learner.__table__
 state_t = CardState.__table__
 log_t = ReviewLog.__table__
-member_t = GuildMember.__table__
-guild_t = GuildSettings.__table__
 
 
 class StaleReview(Exception):
@@ -112,12 +104,8 @@ class Recorded:
     interval: int
 
 
-def _insert(table: sa.Table, dialect: str):
-    module = postgresql if dialect == "postgresql" else sqlite
-    return module.insert(table)
-
-
-class Store(BoardQueries, DeckQueries, MisconceptionQueries, ReminderQueries, ServedQueries):
+class Store(LearnerQueries, BoardQueries, DeckQueries, MisconceptionQueries, ReminderQueries,
+            ServedQueries):
     def __init__(self, engine: sa.Engine):
         self.engine = engine
         self._write_lock = threading.Lock()
@@ -141,14 +129,7 @@ class Store(BoardQueries, DeckQueries, MisconceptionQueries, ReminderQueries, Se
         self._advance_served = Prepared(advance_statement(), d, [])
         self._clear_remedy = Prepared(_keyed_update(remedy_day=None), d, [])
         self._prepare_misconceptions(d)
-        self._insert_learner = _insert(learner_t, dialect).on_conflict_do_nothing(
-            index_elements=["external_id"]
-        )
-        self._upsert_member = _insert(member_t, dialect)
-        self._upsert_member = self._upsert_member.on_conflict_do_update(
-            index_elements=["guild_id", "learner_id"],
-            set_={"last_seen_at": self._upsert_member.excluded.last_seen_at},
-        )
+        self._prepare_learners(dialect)
 
     @property
     def on_server(self) -> bool:
@@ -159,65 +140,6 @@ class Store(BoardQueries, DeckQueries, MisconceptionQueries, ReminderQueries, Se
     def ping(self) -> bool:
         with self.engine.connect() as conn:
             return conn.exec_driver_sql("SELECT 1").scalar() == 1
-
-    # -- learners ------------------------------------------------------------------------
-
-    def learner(self, external_id: str, *, display_name: str = "", now: datetime) -> Learner:
-        """Get the learner with this external id, creating them on first contact: a read
-        on every later click; a write only the first time."""
-        query = sa.select(learner_t).where(learner_t.c.external_id == external_id)
-        with self.engine.connect() as conn:
-            row = conn.execute(query).first()
-        if row is None:
-            fresh = Learner(external_id=external_id, display_name=display_name, created_at=now)
-            with self.engine.begin() as conn:  # two first contacts at once: one row
-                conn.execute(self._insert_learner, fresh.model_dump(exclude={"id"}))
-                row = conn.execute(query).one()
-        return Learner.model_validate(row._mapping)
-
-    def get_learner(self, learner_id: int) -> Learner | None:
-        with self.engine.connect() as conn:
-            row = conn.execute(sa.select(learner_t).where(learner_t.c.id == learner_id)).first()
-        return None if row is None else Learner.model_validate(row._mapping)
-
-    def update_learner(self, learner_id: int, **values) -> None:
-        unknown = set(values) - set(learner_t.c.keys()) | ({"id", "external_id"} & set(values))
-        if unknown:
-            raise ValueError(f"cannot update learner fields: {sorted(unknown)}")
-        with self.engine.begin() as conn:
-            conn.execute(learner_t.update().where(learner_t.c.id == learner_id).values(**values))
-
-    def delete_learner(self, learner_id: int) -> None:
-        """Forget a learner: states, logs and memberships go with them (ON DELETE CASCADE)."""
-        with self.engine.begin() as conn:
-            conn.execute(learner_t.delete().where(learner_t.c.id == learner_id))
-
-    def touch_guild(self, guild_id: int, learner_id: int, now: datetime) -> None:
-        with self.engine.begin() as conn:
-            conn.execute(
-                self._upsert_member,
-                {"guild_id": guild_id, "learner_id": learner_id,
-                 "first_seen_at": now, "last_seen_at": now},
-            )
-
-    def guild_settings(self, guild_id: int) -> GuildSettings:
-        with self.engine.connect() as conn:
-            row = conn.execute(sa.select(guild_t).where(guild_t.c.guild_id == guild_id)).first()
-        return GuildSettings(guild_id=guild_id) if row is None else GuildSettings(**row._mapping)
-
-    def update_guild_settings(self, guild_id: int, **values) -> GuildSettings:
-        current = self.guild_settings(guild_id).model_dump()
-        unknown = set(values) - set(current) | ({"guild_id"} & set(values))
-        if unknown:
-            raise ValueError(f"cannot update guild settings: {sorted(unknown)}")
-        row = {**current, **values}
-        with self.engine.begin() as conn:
-            statement = _insert(guild_t, conn.dialect.name)
-            conn.execute(statement.on_conflict_do_update(
-                index_elements=["guild_id"],
-                set_={k: statement.excluded[k] for k in values} or {"guild_id": guild_id},
-            ), row)
-        return GuildSettings(**row)
 
     # -- card states ---------------------------------------------------------------------
 
