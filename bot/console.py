@@ -82,12 +82,11 @@ class Console:
         return 0
 
     def _status(self) -> None:
-        p = self.tutor.progress(self.learner, self.deck_id, scheduler=self.scheduler)
-        choice = self.tutor.choice(self.learner, scheduler=self.scheduler,
-                                   remediation=self.remediation)
+        p = self.tutor.progress(self.learner, self.deck_id, scheduler=self.scheduler,
+                                remediation=self.remediation)
         self.say(f"{p.due_now} due now, {p.new_left_today} new left today.")
-        self.say(f"Scheduler: {SCHEDULERS[choice.scheduler]}; remediation of mistakes "
-                 f"{'on' if choice.remediation else 'off'}.")
+        self.say(f"Scheduler: {SCHEDULERS[p.choice.scheduler]}; remediation of mistakes "
+                 f"{'on' if p.choice.remediation else 'off'}.")
 
     def _farewell(self) -> None:
         p = self.tutor.progress(self.learner, self.deck_id, scheduler=self.scheduler)

@@ -38,6 +38,7 @@ def judge_choice(library: DeckLibrary, card: ChoiceCard, response: Response):
                       mistake.explanation)
     return option.id, (finding,)
 
+
 def judge_fill_in(library: DeckLibrary, card: FillInCard, response: Response):
     """({blank: chip}, what is wrong in each blank); InvalidAnswer unless every blank is
     filled with one of the card's chips."""

@@ -103,6 +103,7 @@ class Progress:
     new_left_today: int
     drills_left: int
     next_due: date | None
+    choice: Choice  # the scheduler (whose due days these are) and remediation in force
 
 
 class Tutor:
@@ -188,7 +189,8 @@ class Tutor:
                  if only is None or card.id == only}
         today = self.today(learner)
         choice = self.choice(learner, guild_id, scheduler, remediation)
-        serve = partial(self._serve, learner, guild_id=guild_id, choice=choice)
+        held = self.store.open_mistakes(learner.id)  # (deck id, mistake id)
+        serve = partial(self._serve, learner, guild_id=guild_id, choice=choice, held=held)
         states = {s.card_id: s for s in self.store.states(learner.id) if s.card_id in cards}
         # Reviewed before the card's content changed: due now, and starting over.
         relearn = {s.card_id for s in states.values()
@@ -204,7 +206,7 @@ class Tutor:
         unseen = [card for card in cards.values() if card.id not in states]
         if mode in ("auto", "learn") and unseen and self._new_left(learner, today) > 0:
             if choice.remediation:
-                unseen = self._misconceptions_first(learner, unseen)
+                unseen = self._misconceptions_first(unseen, held)
             return serve(unseen[0], "new", None)
         if mode in ("auto", "review") and choice.remediation:
             remedies = sorted((s for s in states.values()
@@ -226,8 +228,8 @@ class Tutor:
             return serve(cards[stalest.card_id], "cram", stalest)
         return None
 
-    def _misconceptions_first(self, learner: Learner, unseen: list[AnyCard]) -> list[AnyCard]:
-        held = self.store.open_mistakes(learner.id)
+    def _misconceptions_first(self, unseen: list[AnyCard],
+                              held: set[tuple[str, str]]) -> list[AnyCard]:
         if not held:
             return unseen
         tests = {card.id: frozenset(m for m in tested_mistakes(card)
@@ -241,17 +243,19 @@ class Tutor:
         return max(0, learner.new_per_day - self.store.new_cards_on(learner.id, today))
 
     def _serve(self, learner: Learner, card: AnyCard, kind: Kind, state: sa.Row | None, *,
-               guild_id: int | None, choice: Choice, restart: bool = False) -> Served:
+               guild_id: int | None, choice: Choice, held: set[tuple[str, str]],
+               restart: bool = False) -> Served:
         """`restart`: the learner's progress on this card starts over (its content
-        changed); the row is still updated under its review-count guard."""
+        changed); the row is still updated under its review-count guard. `held`: the
+        learner's open misconceptions, as (deck id, mistake id)."""
         if guild_id is not None:
             self.store.touch_guild(guild_id, learner.id, self.clock())
         now = self.clock()
         serve_id = new_serve_id(now)
         fresh = state is None or restart
         deck_id = self.library.deck_of(card.id).id
-        held = sorted(m for d, m in self.store.open_mistakes(learner.id) if d == deck_id
-                      and m in tested_mistakes(card))
+        tested = tested_mistakes(card)
+        on_card = sorted(m for d, m in held if d == deck_id and m in tested)
         return Served(
             serve_id=serve_id,
             learner_id=learner.id,
@@ -270,7 +274,7 @@ class Tutor:
             scheduler=choice.scheduler,
             remediation=choice.remediation,
             restart=restart,
-            open_mistakes=tuple(held),
+            open_mistakes=tuple(on_card),
         )
 
     def card(self, served: Served) -> AnyCard:
@@ -411,9 +415,11 @@ class Tutor:
     # -- progress ------------------------------------------------------------------------
 
     def progress(self, learner: Learner, deck_id: str | None = None,
-                 guild_id: int | None = None, scheduler: str | None = None) -> Progress:
+                 guild_id: int | None = None, scheduler: str | None = None,
+                 remediation: bool | None = None) -> Progress:
         today = self.today(learner)
-        due_of, _ = DUE_KEYS[self.choice(learner, guild_id, scheduler).scheduler]
+        choice = self.choice(learner, guild_id, scheduler, remediation)
+        due_of, _ = DUE_KEYS[choice.scheduler]
         cards = {card.id for card in self.servable(deck_id)}
         states = [s for s in self.store.states(learner.id) if s.card_id in cards]
         unseen = len(cards) - len(states)
@@ -423,6 +429,7 @@ class Tutor:
             new_left_today=min(unseen, self._new_left(learner, today)),
             drills_left=sum(s.drill_pending and s.last_review_day == today for s in states),
             next_due=min((due_of(s) for s in states if due_of(s) > today), default=None),
+            choice=choice,
         )
 
 

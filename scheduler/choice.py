@@ -34,10 +34,9 @@ def resolve(learner_scheduler: str | None, server_scheduler: str | None,
     scheduler = learner_scheduler or server_scheduler or DEFAULT_SCHEDULER
     if scheduler not in SCHEDULERS:  # a value from a newer or older version: the default
         scheduler = DEFAULT_SCHEDULER
-    for choice in (remediation, server_remediation, DEFAULT_REMEDIATION):
-        if choice is not None:
-            return Choice(scheduler, choice)
-    raise AssertionError("unreachable: the default is a bool")
+    if remediation is None:
+        remediation = server_remediation
+    return Choice(scheduler, DEFAULT_REMEDIATION if remediation is None else remediation)
 
 
 def fsrs_state(state: sa.Row) -> FSRSState | None:

@@ -14,9 +14,16 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from sqlalchemy.dialects import postgresql, sqlite
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 DEFAULT_URL = "sqlite:///tutor.db"
+
+
+def upsert_insert(table: sa.Table, dialect_name: str):
+    """An INSERT that takes ON CONFLICT clauses, for this dialect (SQLite or PostgreSQL)."""
+    module = postgresql if dialect_name == "postgresql" else sqlite
+    return module.insert(table)
 
 
 def sqlite_url(path: str | Path) -> str:

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 
+from scheduler.db import upsert_insert
 from scheduler.models import CommunityDeck, CommunityDeckVersion, GuildSettings
 
 deck_t = CommunityDeck.__table__
@@ -102,7 +102,7 @@ class DeckQueries:
 
     def _write_enabled(self, conn: sa.Connection, guild_id: int,
                        enabled: list[str] | None) -> None:
-        insert = (postgresql if conn.dialect.name == "postgresql" else sqlite).insert(_guild_t)
+        insert = upsert_insert(_guild_t, conn.dialect.name)
         # A server with no settings row yet gets the columns' defaults.
         conn.execute(insert.values(guild_id=guild_id, decks=enabled)
                      .on_conflict_do_update(index_elements=["guild_id"],

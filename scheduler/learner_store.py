@@ -5,18 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 
+from scheduler.db import upsert_insert
 from scheduler.models import GuildMember, GuildSettings, Learner
 
 learner_t = Learner.__table__
 member_t = GuildMember.__table__
 guild_t = GuildSettings.__table__
-
-
-def _insert(table: sa.Table, dialect: str):
-    module = postgresql if dialect == "postgresql" else sqlite
-    return module.insert(table)
 
 
 class LearnerQueries:
@@ -25,10 +20,10 @@ class LearnerQueries:
     engine: sa.Engine
 
     def _prepare_learners(self, dialect: str) -> None:
-        self._insert_learner = _insert(learner_t, dialect).on_conflict_do_nothing(
+        self._insert_learner = upsert_insert(learner_t, dialect).on_conflict_do_nothing(
             index_elements=["external_id"]
         )
-        member = _insert(member_t, dialect)
+        member = upsert_insert(member_t, dialect)
         self._upsert_member = member.on_conflict_do_update(
             index_elements=["guild_id", "learner_id"],
             set_={"last_seen_at": member.excluded.last_seen_at},
@@ -84,9 +79,25 @@ class LearnerQueries:
             raise ValueError(f"cannot update guild settings: {sorted(unknown)}")
         row = {**current, **values}
         with self.engine.begin() as conn:
-            statement = _insert(guild_t, conn.dialect.name)
+            statement = upsert_insert(guild_t, conn.dialect.name)
             conn.execute(statement.on_conflict_do_update(
                 index_elements=["guild_id"],
                 set_={k: statement.excluded[k] for k in values} or {"guild_id": guild_id},
             ), row)
         return GuildSettings(**row)
+
+    def server_choice(self, learner_id: int,
+                      guild_id: int | None) -> tuple[str | None, bool | None]:
+        """(scheduler, remediation) chosen by the server: ``guild_id``'s, or outside a
+        server (DMs, reminders) the one the learner used most recently."""
+        query = sa.select(guild_t.c.scheduler, guild_t.c.remediation)
+        if guild_id is not None:
+            query = query.where(guild_t.c.guild_id == guild_id)
+        else:  # a server that never changed a setting has no row: its defaults
+            query = (query.select_from(member_t.outerjoin(
+                guild_t, member_t.c.guild_id == guild_t.c.guild_id))
+                .where(member_t.c.learner_id == learner_id)
+                .order_by(member_t.c.last_seen_at.desc(), member_t.c.guild_id).limit(1))
+        with self.engine.connect() as conn:
+            row = conn.execute(query).first()
+        return (None, None) if row is None else (row.scheduler, row.remediation)

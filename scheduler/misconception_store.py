@@ -6,16 +6,14 @@ from __future__ import annotations
 from datetime import date
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 
-from scheduler.models import CardState, GuildMember, GuildSettings, Misconception, ReviewLog
+from scheduler.db import upsert_insert
+from scheduler.models import CardState, Misconception, ReviewLog
 from scheduler.prepared import Prepared
 
 misconception_t = Misconception.__table__
 state_t = CardState.__table__
 log_t = ReviewLog.__table__
-member_t = GuildMember.__table__
-guild_t = GuildSettings.__table__
 
 
 def _key(table: sa.Table, *names: str):
@@ -29,8 +27,7 @@ class MisconceptionQueries:
 
     def _prepare_misconceptions(self, dialect: sa.Dialect) -> None:
         c = misconception_t.c
-        module = postgresql if dialect.name == "postgresql" else sqlite
-        shown = module.insert(misconception_t)
+        shown = upsert_insert(misconception_t, dialect.name)
         # A conflict is the learner showing it again: reopen and count (one statement, so
         # two answers at once never collide).
         self._show_mistake = Prepared(shown.on_conflict_do_update(
@@ -88,19 +85,3 @@ class MisconceptionQueries:
             log_t.c.kind == "remedy")
         with self.engine.connect() as conn:
             return conn.execute(pending).scalar_one() + conn.execute(served).scalar_one()
-
-    def server_choice(self, learner_id: int,
-                      guild_id: int | None) -> tuple[str | None, bool | None]:
-        """(scheduler, remediation) chosen by the server: ``guild_id``'s, or outside a
-        server (DMs, reminders) the one the learner used most recently."""
-        query = sa.select(guild_t.c.scheduler, guild_t.c.remediation)
-        if guild_id is not None:
-            query = query.where(guild_t.c.guild_id == guild_id)
-        else:  # a server that never changed a setting has no row: its defaults
-            query = (query.select_from(member_t.outerjoin(
-                guild_t, member_t.c.guild_id == guild_t.c.guild_id))
-                .where(member_t.c.learner_id == learner_id)
-                .order_by(member_t.c.last_seen_at.desc(), member_t.c.guild_id).limit(1))
-        with self.engine.connect() as conn:
-            row = conn.execute(query).first()
-        return (None, None) if row is None else (row.scheduler, row.remediation)

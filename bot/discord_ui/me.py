@@ -9,13 +9,12 @@ from bot.discord_ui import render
 from bot.discord_ui.community import Community
 from bot.discord_ui.components import handled
 from bot.discord_ui.flow import CardFlow
-from bot.discord_ui.options import learner_command, timezone_names
+from bot.discord_ui.options import learner_command, scheduler_choices, timezone_names
 from bot.discord_ui.replies import dm, reply
 from bot.learners import RANGES
 from bot.misconceptions import learner_mistakes
 from bot.tutor import TutorError
 from scheduler import reminders as schedule
-from scheduler.choice import SCHEDULERS
 
 
 class ForgetButton(discord.ui.DynamicItem[discord.ui.Button],
@@ -50,9 +49,6 @@ NewPerDay = _range("new_per_day")
 AtLeast = _range("reminder_min_due")
 DailyMinimum = _range("daily_minimum")
 FOLLOW_SERVER = "server"
-SCHEDULER_CHOICES = [*(app_commands.Choice(name=name, value=value)
-                       for value, name in SCHEDULERS.items()),
-                     app_commands.Choice(name="This server's choice", value=FOLLOW_SERVER)]
 
 
 def commands(flow: CardFlow, community: Community) -> list[app_commands.Command]:
@@ -69,8 +65,7 @@ def commands(flow: CardFlow, community: Community) -> list[app_commands.Command]
         streak = schedule.current_streak(learner, progress.today)
         embed.add_field(name="Streak", value=f"{streak} day(s)"
                         f" (longest {learner.longest_streak})")
-        choice = await flow.db(tutor.choice, learner, interaction.guild_id)
-        embed.add_field(name="Scheduler", value=render.scheduler_line(learner, choice))
+        embed.add_field(name="Scheduler", value=render.scheduler_line(learner, progress.choice))
         mistakes = await flow.db(learner_mistakes, tutor.store, tutor.library, learner.id)
         if mistakes:
             embed.add_field(name="Misconceptions", inline=False,
@@ -97,7 +92,7 @@ def commands(flow: CardFlow, community: Community) -> list[app_commands.Command]
         daily_minimum="Reviews a day that keep your streak going",
         scheduler="How your reviews are spaced (your history is kept under both)",
     )
-    @app_commands.choices(scheduler=SCHEDULER_CHOICES)
+    @app_commands.choices(scheduler=scheduler_choices("This server's choice", FOLLOW_SERVER))
     async def settings(
         interaction: discord.Interaction,
         timezone: str | None = None,

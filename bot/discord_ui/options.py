@@ -1,5 +1,5 @@
-"""What several features' commands share: where learner commands work, and the timezone
-autocomplete."""
+"""What several features' commands share: where learner commands work, the timezone
+autocomplete, and the schedulers offered."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import zoneinfo
 from functools import cache
 
 from discord import app_commands
+
+from scheduler.choice import SCHEDULERS
 
 
 @cache
@@ -21,6 +23,12 @@ def learner_command(**kwargs):
         return app_commands.allowed_contexts(guilds=True, dms=True, private_channels=False)(
             command)
     return wrap
+
+
+def scheduler_choices(fallback_name: str, fallback_value: str) -> list[app_commands.Choice]:
+    """Each scheduler, then the choice to leave it to the level above (server, default)."""
+    return [*(app_commands.Choice(name=name, value=value) for value, name in SCHEDULERS.items()),
+            app_commands.Choice(name=fallback_name, value=fallback_value)]
 
 
 async def timezone_names(interaction, current: str) -> list[app_commands.Choice[str]]:

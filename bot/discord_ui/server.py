@@ -6,7 +6,7 @@ import discord
 from discord import app_commands
 
 from bot.discord_ui.flow import CardFlow
-from bot.discord_ui.options import timezone_names
+from bot.discord_ui.options import scheduler_choices, timezone_names
 from bot.discord_ui.replies import reply
 from bot.servers import WEEKDAYS, Servers
 from bot.tutor import TutorError
@@ -45,9 +45,7 @@ def commands(flow: CardFlow) -> list[app_commands.Group]:
     @app_commands.describe(
         scheduler="For learners who did not choose one in /settings",
         remediation="A wrong answer brings the learner's other cards on that mistake sooner")
-    @app_commands.choices(scheduler=[
-        *(app_commands.Choice(name=name, value=value) for value, name in SCHEDULERS.items()),
-        app_commands.Choice(name="The default", value=DEFAULT)])
+    @app_commands.choices(scheduler=scheduler_choices("The default", DEFAULT))
     async def learning(interaction: discord.Interaction, scheduler: str | None = None,
                        remediation: bool | None = None) -> None:
         guild_id = interaction.guild_id
