@@ -2,8 +2,10 @@
 
 A check has two halves in two processes. The observer (`OBSERVERS[name]`, imports torch)
 runs the learner's code in the sandbox's jailed child and only writes down what it did.
-The judge (`load(name)`: `plan()` and `judge(observations)`, no torch) runs in the sandbox
-service, which never runs learner code: it makes the data, knows the answer, and decides.
+The judge (`load(name)`: `plan(salt)` and `judge(observations, salt)`, no torch) runs in the
+sandbox service, which never runs learner code: it makes the data, knows the answer, and
+decides. The salt, drawn per submission, makes the data differ from run to run, so that a
+record of a correct run cannot be replayed for another submission.
 This package itself imports nothing heavy, so the bot can refer to checkers freely.
 """
 

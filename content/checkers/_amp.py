@@ -30,15 +30,14 @@ def amp(trace: Trace, scn: AmpScenario, ups: list[Update]) -> list[Finding]:
         findings.append((None, "the loss never went through scaler.scale(): backpropagate "
                                "scaler.scale(loss), so that small float16 gradients would not "
                                "underflow, and step with scaler.step(optimizer)"))
-    direct = _direct_step(trace, ups)
+    direct = _direct_step(trace)
     if direct:
         findings.append(direct)
     return findings + _clipping(trace, scn, ups)
 
 
-def _direct_step(trace: Trace, ups: list[Update]) -> Finding | None:
+def _direct_step(trace: Trace) -> Finding | None:
     """optimizer.step() called on its own while .grad still held the scaled gradients."""
-    update_of = {id(u.step): u for u in ups}
     via_scaler, scale = False, None
     for ev in trace.events:
         if isinstance(ev, ScalerCall):
@@ -47,8 +46,7 @@ def _direct_step(trace: Trace, ups: list[Update]) -> Finding | None:
         elif isinstance(ev, Backward):
             via_scaler = False
         elif isinstance(ev, Step):
-            u = update_of[id(ev)]
-            big = max(u.coefs.values(), default=0.0)
+            big = ev.largest
             if not via_scaler and math.isclose(ev.rescaled, 1.0) and big > 1.5:
                 times = f"{scale:g}" if scale else f"about {big:.3g}"
                 return ("optimizer_step_instead_of_scaler_step",
@@ -83,7 +81,7 @@ def _clipping(trace: Trace, scn: AmpScenario, ups: list[Update]) -> list[Finding
             stepped = None
         elif isinstance(ev, Step):
             u = update_of[id(ev)]
-            mine = [c for c in clips if set(c.held) & {b.cid for b in u.new}]
+            mine = [c for c in clips if _overlap(c.held, u.new_ids)]
             if u.new and not mine:
                 missing = missing or ev
             elif u.new and pending is None and threshold is None:
@@ -136,6 +134,10 @@ def _threshold(clip: Clip, scn: AmpScenario) -> Finding | None:
     return (None, f"clip_grad_norm_ left a gradient of norm {before:.3g} at {after:.3g}, where "
                   f"max_norm = {scn.max_norm:g} allows {want:.3g}: clip with the given "
                   f"max_norm (and the default 2-norm)")
+
+
+def _overlap(a: range, b: range) -> bool:
+    return max(a.start, b.start) < min(a.stop, b.stop)
 
 
 def _close(a: float, b: float) -> bool:

@@ -40,11 +40,10 @@ from torch.nn.utils import clip_grad
 from torch.optim import lr_scheduler
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
-from content.checkers._scenario import FOREIGN_OPTIMIZER, IN_BACKWARD
+from content.checkers._scenario import FOREIGN_OPTIMIZER, IN_BACKWARD, MAX_EVENTS
 
 LEARNER_FILE = "<your code>"
 N_FEATURES = 3
-MAX_EVENTS = 20_000  # a correct loop needs a few hundred; more is reported, not recorded
 SCALER_METHODS = ("scale", "unscale_", "step", "update")
 CLIPPING = {"clip_grad_norm_": "norm", "clip_grad_norm": "norm",
             "clip_grads_with_norm_": "norm", "clip_grad_value_": "value"}
@@ -110,7 +109,7 @@ class _Recorder:
         self.schedulers: dict[int, int] = {}  # id(scheduler) -> its number
 
     def add(self, *event) -> None:
-        if len(self.events) < MAX_EVENTS:
+        if len(self.events) < MAX_EVENTS:  # the judge refuses more (a bound on its work)
             self.events.append(list(event))
         else:
             self.truncated = True

@@ -50,9 +50,11 @@ def scaling(trace: Trace, scn: Scenario, ups: list[Update]) -> list[Finding]:
     judged = [(c, u.coefs[c.cid], u) for u in ups for c in u.new] or [
         (c, c.scale, None) for c in trace.contribs]
 
+    holds_tail = {id(u): any(map(in_tail, u.new)) for u in ups}  # once each: linear
+
     def correct(c: Backward, coef: float, u: Update | None) -> bool:
         return (close(coef, 1 / a) or (in_tail(c) and close(coef, 1 / r))
-                or (u is not None and any(map(in_tail, u.new)) and close(coef, 1 / len(u.new))))
+                or (u is not None and holds_tail[id(u)] and close(coef, 1 / len(u.new))))
 
     if all(correct(*j) for j in judged):
         return []
@@ -87,7 +89,7 @@ def learning_rate(scn: Scenario, ups: list[Update], unscaled: bool) -> list[Find
     fixed rate other than learning_rate is reported; as the fix for unscaled gradients it is
     `lr_scaled_instead_of_loss`."""
     a, lr0 = scn.accumulation_steps, scn.learning_rate
-    rates = [lr for u in ups if u.coefs for lr in u.step.lrs]
+    rates = [lr for u in ups if u.step.held for lr in u.step.lrs]
     if not rates or not all(close(lr, rates[0]) for lr in rates) or close(rates[0], lr0):
         return []
     lr = rates[0]

@@ -8,14 +8,21 @@ MSELoss(mean); its weights travel as flat vectors [W0, W1, W2, b].
 
 from __future__ import annotations
 
+import hashlib
 import random
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+from typing import TypeVar
 
 N_FEATURES = 3
 N_WEIGHTS = N_FEATURES + 1
 Vector = list[float]
 # Flags of a step event ("S"): what the observer saw around optimizer.step().
 IN_BACKWARD, FOREIGN_OPTIMIZER = 1, 2
+# Events recorded per scenario. A correct or buggy loop of these scenarios makes 70 to 400
+# (40 micro-batches with scaler, clip and scheduler calls each); 2,000 leaves room for
+# evaluation passes and extra epochs. The observer stops recording past it, and the judge,
+# whose work grows with it, refuses a record longer than it.
+MAX_EVENTS = 2_000
 
 
 @dataclass(frozen=True)
@@ -46,6 +53,26 @@ class Scenario:
         """The scenario and its seeded data, as sent to the jailed child."""
         x, y, w0 = make_data(self)
         return {"scenario": asdict(self), "x": x, "y": y, "w0": w0}
+
+
+S = TypeVar("S", bound=Scenario)
+
+
+def salted(scn: S, salt: int) -> S:
+    """The scenario with data drawn for one submission. Salt 0 keeps the scenario's own
+    seed (tests and deck lint); any other salt derives another seed from both, so a record
+    of one run does not fit another run's data, targets and initial weights."""
+    if isinstance(salt, bool) or not isinstance(salt, int):
+        raise TypeError(f"salt must be an int, not {type(salt).__name__}")
+    if salt == 0:
+        return scn
+    digest = hashlib.sha256(f"{scn.seed}:{salt}".encode()).digest()
+    return replace(scn, seed=int.from_bytes(digest[:6], "big"))  # torch takes 64-bit seeds
+
+
+def plans(scenarios: tuple[Scenario, ...], salt: int) -> list[dict]:
+    """What the jailed child gets: each scenario with its data (never the answer)."""
+    return [salted(scn, salt).plan() for scn in scenarios]
 
 
 @dataclass(frozen=True)

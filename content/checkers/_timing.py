@@ -187,7 +187,7 @@ def _clearing(trace: Trace, scn: Scenario, ups: list[Update],
         findings.append(("missing_zero_grad",
                          f"the gradients were not cleared after optimizer.step(): the update "
                          f"after batch {ev.pos} (epoch {ev.epoch}) applied "
-                         f"{span([c.batch + 1 for c in again])} again, "
+                         f"{span([contrib[c].batch + 1 for c in again])} again, "
                          f"already used by an earlier update"))
     return findings
 

@@ -8,6 +8,10 @@ inferred from that comparison, and a claimed clip must be what torch's clipping 
 weights are followed too: they may change only in optimizer.step(), by what plain SGD
 makes of the .grad that step saw. So events that claim a correct loop without its
 training (weights that never move, or a correct final copied in) do not add up.
+
+The judge's own work is bounded too: a record longer than MAX_EVENTS is refused, the replay
+stops at the first anomaly (the diagnosis tells only that one; later events are only
+counted), and what .grad holds is followed by `Ledger` without a copy per event.
 """
 
 from __future__ import annotations
@@ -15,9 +19,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from content.checkers._ledger import Ledger
 from content.checkers._scenario import (
     FOREIGN_OPTIMIZER,
     IN_BACKWARD,
+    MAX_EVENTS,
     N_WEIGHTS,
     Scenario,
     Vector,
@@ -46,7 +52,9 @@ class Step:
     epoch: int
     pos: int  # 1-based number of the batch whose loss came last (0: none yet this epoch)
     lrs: tuple[float, ...]
-    applied: tuple[tuple[int, float], ...]  # (contribution, its factor) in .grad at step()
+    held: range  # the contributions in .grad at step()
+    fresh: dict[int, float]  # those no earlier step applied (the top of held): their factor
+    largest: float  # the largest factor in .grad (0.0 when empty)
     pending: int | None  # a loss computed but not yet backpropagated at step() time
     rescaled: float  # .grad multiplied by this since the last backward (unscaling, say)
 
@@ -54,7 +62,7 @@ class Step:
 @dataclass(frozen=True)
 class Clear:
     epoch: int  # the epoch in which the clear was noticed
-    dropped: tuple[int, ...]  # contributions that were in .grad
+    dropped: range  # contributions that were in .grad
 
 
 @dataclass(frozen=True)
@@ -62,7 +70,7 @@ class Rescale:
     """.grad multiplied in place by one factor (gradient-side scaling, GradScaler)."""
     epoch: int
     factor: float
-    held: tuple[int, ...]
+    held: range
 
 
 @dataclass(frozen=True)
@@ -70,7 +78,7 @@ class Clip:
     """A call of torch's gradient clipping (its effect checked against the ledger)."""
     epoch: int
     kind: str  # "norm" or "value"
-    held: tuple[int, ...]
+    held: range
     norms: tuple[float, float] = (0.0, 0.0)  # 2-norm of what it clipped, before and after
     whole: bool = True  # it got all of the model's parameters
 
@@ -91,6 +99,8 @@ class SchedulerStep:
 
 @dataclass
 class Trace:
+    """What the replay rebuilt, up to the first anomaly; `losses` and `backwards` count
+    every loss and backward() event, past an anomaly too."""
     events: list = field(default_factory=list)
     contribs: list[Backward] = field(default_factory=list)
     loss_batches: list[tuple[int, int]] = field(default_factory=list)  # (epoch, batch) per loss
@@ -99,16 +109,17 @@ class Trace:
     anomaly: str | None = None
     truncated: bool = False
     final: Vector = field(default_factory=list)
-
-    @property
-    def losses(self) -> int:
-        return len(self.loss_batches)
+    losses: int = 0
+    backwards: int = 0
 
 
 def _number(value) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise Malformed(f"expected a number, got {type(value).__name__}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an int too large for a float: no observer writes one
+        raise Malformed("a number out of range") from None
 
 
 def _index(value, size: int) -> int:
@@ -144,9 +155,8 @@ class _Replay:
         self.fetch_epoch: dict[int, int] = {}
         self.grads: list[Vector] = []  # per loss id, predicted from the judge's data
         self.last_loss: int | None = None
-        self.ledger: dict[int, float] = {}  # contribution -> factor, as .grad holds them
+        self.ledger = Ledger(self.trace.contribs)  # what .grad holds, with what factors
         self.predicted: Vector = [0.0] * N_WEIGHTS
-        self.inflight: dict[int, float] = {}  # reported by backward(), not yet in .grad
         self.rescaled = 1.0
         self.handlers = {"F": (self.fetch, 1), "L": (self.loss, 2), "B": (self.backward, 3),
                          "A": (self.accumulated, 0), "S": (self.step, 4),
@@ -160,7 +170,15 @@ class _Replay:
         handler = self.handlers.get(kind)
         if handler is None or len(args) != handler[1]:
             raise Malformed(f"unknown event {kind!r}")
-        handler[0](*args)
+        self.trace.losses += kind == "L"
+        self.trace.backwards += kind == "B"
+        if self.trace.anomaly is None:  # past it, nothing more is told: only counted
+            handler[0](*args)
+
+    @property
+    def in_flight(self) -> bool:
+        """A backward() reported a loss whose gradient has not reached .grad yet."""
+        return len(self.trace.contribs) > self.ledger.stop
 
     def fetch(self, j) -> None:
         j = _index(j, self.scn.n_batches)
@@ -179,20 +197,18 @@ class _Replay:
         loss_id, scale = _index(loss_id, len(self.grads)), _number(scale)
         grads = _vector(grads, optional=True)
         epoch, batch = self.trace.loss_batches[loss_id]
-        if not self.inflight:  # .grad still holds what earlier backward() calls left
+        if not self.in_flight:  # .grad still holds what earlier backward() calls left
             self.observe(epoch, grads)
         bwd = Backward(epoch, batch, scale, len(self.trace.contribs))
         self.trace.contribs.append(bwd)
         self.trace.backpropagated.add(loss_id)
         self.trace.events.append(bwd)
-        self.inflight[bwd.cid] = scale
         self.rescaled = 1.0
         if math.isfinite(scale):
             self.predicted = axpy(scale, self.grads[loss_id], self.predicted)
 
     def accumulated(self) -> None:
-        self.ledger.update(self.inflight)
-        self.inflight = {}
+        self.ledger.arrive(len(self.trace.contribs))
 
     def step(self, lrs, grads, flags, weights) -> None:
         if not isinstance(lrs, list) or not lrs or len(lrs) > 64:
@@ -215,7 +231,9 @@ class _Replay:
             pos = batch + 1
         self.observe(epoch, grads)
         pending = self.last_loss if self.last_loss not in self.trace.backpropagated else None
-        self.trace.events.append(Step(epoch, pos, lrs, tuple(self.ledger.items()), pending,
+        largest = self.ledger.largest
+        self.trace.events.append(Step(epoch, pos, lrs, self.ledger.held, self.ledger.settle(),
+                                      0.0 if largest is None else largest, pending,
                                       self.rescaled))
 
     def clip(self, kind, mask, value, before, after) -> None:
@@ -235,7 +253,7 @@ class _Replay:
             return
         self.predicted = after
         norms = tuple(math.sqrt(sum(v[i] ** 2 for i in clipped)) for v in (before, after))
-        self.trace.events.append(Clip(epoch, kind, tuple(self.ledger), norms, all(mask)))
+        self.trace.events.append(Clip(epoch, kind, self.ledger.held, norms, all(mask)))
 
     def scheduler(self, which) -> None:
         self.trace.events.append(SchedulerStep(self.trace.passes, _index(which, 64)))
@@ -258,20 +276,21 @@ class _Replay:
     def observe(self, epoch: int, actual: Vector | None) -> None:
         """Compare .grad with the ledger: an all-empty .grad means it was cleared, one
         multiplied by a single factor was rescaled; anything else is unexplained."""
-        if actual is not None and allclose(actual, self.predicted, ATOL, ATOL):
+        if actual is not None and _near(actual, self.predicted, ATOL):
             return
         if actual is None or not any(actual):
-            if self.ledger:
-                self.trace.events.append(Clear(epoch, tuple(self.ledger)))
-            self.ledger, self.predicted = {}, [0.0] * N_WEIGHTS
+            dropped = self.ledger.clear()
+            if dropped:
+                self.trace.events.append(Clear(epoch, dropped))
+            self.predicted = [0.0] * N_WEIGHTS
             return
         factor = _factor(actual, self.predicted)
-        if factor is None or not self.ledger:
+        if factor is None or not math.isfinite(factor) or not self.ledger.held:
             self.flag(UNEXPLAINED)
         else:
-            self.ledger = {cid: coef * factor for cid, coef in self.ledger.items()}
+            self.ledger.rescale(factor)
             self.rescaled *= factor
-            self.trace.events.append(Rescale(epoch, factor, tuple(self.ledger)))
+            self.trace.events.append(Rescale(epoch, factor, self.ledger.held))
         self.predicted = actual
 
 
@@ -281,9 +300,17 @@ def _factor(actual: Vector, predicted: Vector) -> float | None:
     if norm == 0:
         return None
     c = sum(a * p for a, p in zip(actual, predicted, strict=True)) / norm
-    if c <= 0 or not allclose(actual, [c * p for p in predicted], ATOL * c, ATOL):
+    if c <= 0 or not _near(actual, [c * p for p in predicted], ATOL * c):
         return None
     return c
+
+
+def _near(actual: Vector, predicted: Vector, atol: float) -> bool:
+    """.grad against a prediction. .grad is a float32 sum of terms that may cancel (loss-
+    scaled ones are large): a component's rounding grows with the terms summed, not with
+    the sum, so the relative tolerance is taken of the vector's largest component."""
+    tol = atol + ATOL * max(map(abs, predicted))
+    return math.isfinite(tol) and allclose(actual, predicted, tol, 0.0)
 
 
 def _clipped(kind: str, value: float | None, before: Vector, after: Vector,
@@ -307,12 +334,17 @@ def replay(scn: Scenario, plan: dict, observed) -> Trace:
     """The Trace of one scenario's observations; raises Malformed."""
     if not isinstance(observed, dict) or not isinstance(observed.get("events"), list):
         raise Malformed("a scenario's observations are missing")
+    if len(observed["events"]) > MAX_EVENTS:
+        raise Malformed(f"more than {MAX_EVENTS} events in a scenario")
+    truncated = observed.get("truncated")
+    if not isinstance(truncated, bool):  # it decides whether the final weights are checked
+        raise Malformed("truncated is not a bool")
     replaying = _Replay(scn, plan["x"], plan["y"], plan["w0"])
     for ev in observed["events"]:
         replaying.event(ev)
     trace = replaying.trace
     trace.final = _vector(observed.get("final"))
-    if not observed.get("truncated"):
+    if not truncated:
         replaying.follow(trace.final)
-    trace.truncated = observed.get("truncated") is True
+    trace.truncated = truncated
     return trace

@@ -14,7 +14,9 @@ since), and the learning rate. A correct loop's updates follow one of a few wind
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import islice, zip_longest
 
 from content.checkers._scenario import Scenario
 from content.checkers._trace import Backward, Step, Trace
@@ -27,8 +29,23 @@ Window = tuple[Key, ...]
 class Update:
     step: Step
     new: tuple[Backward, ...]  # contributions applied for the first time
-    again: tuple[Backward, ...]  # contributions an earlier update applied already
-    coefs: dict[int, float]  # contribution -> its factor in .grad at this update
+
+    @property
+    def coefs(self) -> dict[int, float]:
+        """Contribution -> its factor in .grad at this update, for the new ones."""
+        return self.step.fresh
+
+    @property
+    def again(self) -> range:
+        """The ids of the contributions an earlier update applied already (the new ones
+        arrived after them: the top of what .grad held)."""
+        held = self.step.held
+        return range(held.start, held.stop - len(self.step.fresh))
+
+    @property
+    def new_ids(self) -> range:
+        held = self.step.held
+        return range(held.stop - len(self.step.fresh), held.stop)
 
     @property
     def window(self) -> Window:
@@ -36,20 +53,16 @@ class Update:
 
 
 def updates(trace: Trace) -> list[Update]:
-    applied: set[int] = set()
-    out = []
-    for ev in trace.events:
-        if isinstance(ev, Step):
-            coefs = dict(ev.applied)
-            out.append(Update(ev, tuple(trace.contribs[c] for c in coefs if c not in applied),
-                              tuple(trace.contribs[c] for c in coefs if c in applied), coefs))
-            applied.update(coefs)
-    return out
+    """One Update per step; each contribution is new in one update at most, so this is
+    linear in the trace however much .grad held."""
+    return [Update(ev, tuple(trace.contribs[c] for c in ev.fresh))
+            for ev in trace.events if isinstance(ev, Step)]
 
 
-def _epoch_plan(scn: Scenario, epochs: int, tail_policy: str) -> list[Window]:
+# The plans are generators, compared window by window with what was seen: the epochs a
+# record claims are the learner's, so no plan is built further than the updates go.
+def _epoch_plan(scn: Scenario, epochs: int, tail_policy: str) -> Iterator[Window]:
     a, n, r = scn.accumulation_steps, scn.n_batches, scn.partial
-    plan: list[Window] = []
     carry: Window = ()
     for e in range(1, epochs + 1):
         windows = [tuple((e, b) for b in range(k * a, (k + 1) * a)) for k in range(n // a)]
@@ -60,35 +73,31 @@ def _epoch_plan(scn: Scenario, epochs: int, tail_policy: str) -> list[Window]:
             else:
                 tail = carry + tail
             carry = ()
-        plan += windows
+        yield from windows
         if tail and tail_policy == "step":
-            plan.append(tail)
+            yield tail
         elif tail and tail_policy == "leak":
             carry = tail
-    return plan
 
 
-def _global_plan(scn: Scenario, epochs: int, cut: str | None, last: str) -> list[Window]:
+def _global_plan(scn: Scenario, epochs: int, cut: str | None, last: str) -> Iterator[Window]:
     a, n = scn.accumulation_steps, scn.n_batches
-    every = [(e, b) for e in range(1, epochs + 1) for b in range(n)]
-    plan: list[Window] = []
-    for start in range(0, len(every), a):
-        chunk = tuple(every[start:start + a])
+    every = ((e, b) for e in range(1, epochs + 1) for b in range(n))
+    while chunk := tuple(islice(every, a)):
         parts = [chunk] if cut is None else [
             tuple(k for k in chunk if k[0] == e) for e in sorted({k[0] for k in chunk})]
         for i, part in enumerate(parts):
             final = i == len(parts) - 1
             if (final and len(chunk) == a) or (cut == "step" if not final else last == "step"):
-                plan.append(part)
-    return plan
+                yield part
 
 
-def _plans(scn: Scenario, epochs: int) -> dict[str, list[Window]]:
-    plans = {f"epoch/{tail}": _epoch_plan(scn, epochs, tail) for tail in ("step", "drop", "leak")}
+def _plans(scn: Scenario, epochs: int) -> Iterator[tuple[str, Iterator[Window]]]:
+    for tail in ("step", "drop", "leak"):
+        yield f"epoch/{tail}", _epoch_plan(scn, epochs, tail)
     for last in ("step", "drop"):
-        plans[f"global/{last}"] = _global_plan(scn, epochs, None, last)
-        plans[f"global-cut/{last}"] = _global_plan(scn, epochs, last, last)
-    return plans
+        yield f"global/{last}", _global_plan(scn, epochs, None, last)
+        yield f"global-cut/{last}", _global_plan(scn, epochs, last, last)
 
 
 def matching_plan(ups: list[Update], scn: Scenario, epochs: int) -> str | None:
@@ -96,9 +105,9 @@ def matching_plan(ups: list[Update], scn: Scenario, epochs: int) -> str | None:
     partial windows leak into the next epoch)."""
     if any(u.again for u in ups):
         return None
-    seen = [u.window for u in ups if u.coefs]
-    for name, plan in _plans(scn, max(epochs, 1)).items():
-        if seen == plan:
+    seen = [u.window for u in ups if u.step.held]
+    for name, plan in _plans(scn, max(epochs, 1)):
+        if all(a == b for a, b in zip_longest(seen, plan)):
             return name
     return None
 

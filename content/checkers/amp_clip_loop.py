@@ -22,7 +22,7 @@ import functools
 from content.checkers import train_loop
 from content.checkers._amp import SCALING_IDS, amp
 from content.checkers._scaler_errors import explain
-from content.checkers._scenario import AmpScenario
+from content.checkers._scenario import AmpScenario, plans
 from content.checkers._trace import Trace, replay
 from content.checkers._verdict import Finding, error_result, scenarios, verdict
 from content.checkers._windows import updates
@@ -48,36 +48,38 @@ MISTAKES = (
 WARNINGS = {"leftover_gradients"}
 
 
-@functools.cache
-def plan() -> list[dict]:
-    """What the jailed child gets: each scenario with its data (never the answer)."""
-    return [scn.plan() for scn in SCENARIOS]
+@functools.lru_cache(maxsize=32, typed=True)  # a submission's plan, then its judging
+def plan(salt: int = 0) -> list[dict]:
+    """What the jailed child gets: each scenario with its data (never the answer), drawn
+    for `salt` (0: the scenarios' own seeds)."""
+    return plans(SCENARIOS, salt)
 
 
-def check(code: str, device: str = "cpu") -> dict:
+def check(code: str, device: str = "cpu", salt: int = 0) -> dict:
     """Observe and judge in THIS process: for trusted code only (deck lint, tests)."""
     from content.checkers._observe import observe
 
-    return judge(observe(code, plan(), device))
+    return judge(observe(code, plan(salt), device), salt)
 
 
-def judge(observations) -> dict:
-    """Judge a child's observations of the scenarios in `plan()`; the result is shaped as
-    `train_loop.judge`'s. Raises Malformed when the observations are not the observer's."""
+def judge(observations, salt: int = 0) -> dict:
+    """Judge a child's observations of the scenarios in `plan(salt)`; the result is shaped
+    as `train_loop.judge`'s. Raises Malformed when the observations are not the observer's."""
     observed = scenarios(observations, len(SCENARIOS))
+    data = plan(salt)
     if observations.get("error") is not None:
         k = max(len(observed) - 1, 0)  # the scenario the code raised in
-        trace = replay(SCENARIOS[k], plan()[k], observed[k]) if observed else None
+        trace = replay(SCENARIOS[k], data[k], observed[k]) if observed else None
         return error_result(observations["error"],
                             explain(observations["error"], trace, SCENARIOS[k]))
-    return verdict((diagnose(replay(scn, data, obs), scn)
-                    for scn, data, obs in zip(SCENARIOS, plan(), observed, strict=True)),
+    return verdict((diagnose(replay(scn, planned, obs), scn)
+                    for scn, planned, obs in zip(SCENARIOS, data, observed, strict=True)),
                    MISTAKES, WARNINGS)
 
 
 def diagnose(trace: Trace, scn: AmpScenario) -> list[Finding]:
     findings = train_loop.diagnose(trace, scn)
-    if not trace.contribs or trace.truncated or trace.anomaly or trace.losses == 0:
+    if not trace.backwards or trace.truncated or trace.anomaly or trace.losses == 0:
         return findings  # nothing trained that the order of an AMP window could explain
     extra = amp(trace, scn, updates(trace))
     if any(m == "optimizer_step_instead_of_scaler_step" for m, _ in extra):

@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 
 from content.checkers._scaling import learning_rate, scaling
-from content.checkers._scenario import Scenario
+from content.checkers._scenario import Scenario, plans
 from content.checkers._timing import timing, transforms
 from content.checkers._trace import Trace, replay
 from content.checkers._verdict import Finding, error_result, scenarios, verdict
@@ -51,22 +51,24 @@ MISTAKES = (
 WARNINGS = {"leftover_gradients"}
 
 
-@functools.cache
-def plan() -> list[dict]:
-    """What the jailed child gets: each scenario with its data (never the answer)."""
-    return [scn.plan() for scn in SCENARIOS]
+@functools.lru_cache(maxsize=32, typed=True)  # a submission's plan, then its judging
+def plan(salt: int = 0) -> list[dict]:
+    """What the jailed child gets: each scenario with its data (never the answer), drawn
+    for `salt` (0: the scenarios' own seeds)."""
+    return plans(SCENARIOS, salt)
 
 
-def check(code: str, device: str = "cpu") -> dict:
+def check(code: str, device: str = "cpu", salt: int = 0) -> dict:
     """Observe and judge in THIS process: for trusted code only (deck lint, tests). Learner
     code goes through the sandbox, which observes in a jailed child and judges outside it."""
     from content.checkers._observe import observe
 
-    return judge(observe(code, plan(), device))
+    return judge(observe(code, plan(salt), device), salt)
 
 
-def judge(observations) -> dict:
-    """Judge a child's observations of the scenarios in `plan()`.
+def judge(observations, salt: int = 0) -> dict:
+    """Judge a child's observations of the scenarios in `plan(salt)`: the salt the child's
+    plan was drawn with, so that only a run on that data adds up.
 
     Returns {"status": "ok"|"error", "passed": bool, "mistakes": [ids...], "feedback": [str...],
              "error": None | {"type": str, "message": str, "line": int | None}}
@@ -76,7 +78,7 @@ def judge(observations) -> dict:
     if observations.get("error") is not None:
         return error_result(observations["error"])
     return verdict((diagnose(replay(scn, data, obs), scn)
-                    for scn, data, obs in zip(SCENARIOS, plan(), observed, strict=True)),
+                    for scn, data, obs in zip(SCENARIOS, plan(salt), observed, strict=True)),
                    MISTAKES, WARNINGS)
 
 
@@ -85,7 +87,7 @@ def diagnose(trace: Trace, scn: Scenario) -> list[Finding]:
     if trace.losses == 0:
         return [(None, "no loss came from criterion(outputs, targets) on a micro-batch of "
                        "dataloader: compute each loss with the given criterion")]
-    if not trace.contribs:
+    if not trace.backwards:
         return [("missing_backward", "backward() was never called on the loss, so .grad "
                                      "stayed empty and optimizer.step() had nothing to apply")]
     if trace.truncated:
