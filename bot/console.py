@@ -17,6 +17,7 @@ from bot.tutor import (
     TutorError,
     Verdict,
 )
+from content.safe_text import plain
 from content.schema import ChoiceCard, CodeCard, FillInCard
 from scheduler.choice import SCHEDULERS
 from scheduler.models import Learner
@@ -46,7 +47,9 @@ class Console:
     answered: int = field(default=0, init=False)
 
     def say(self, text: str = "") -> None:
-        print(text, file=self.out, flush=True)
+        # Deck text and the learner's exception reach a terminal, which acts on controls
+        # (escape sequences) and bidi overrides: everything printed passes here.
+        print(plain(text), file=self.out, flush=True)
 
     def ask(self, prompt: str) -> str:
         try:

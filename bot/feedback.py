@@ -16,6 +16,7 @@ from bot.option_order import in_order
 from bot.served import Served
 from bot.tutor import Verdict, correct_answer
 from content.loader import AnyCard
+from content.safe_text import code_block, markdown
 from content.schema import BLANK_RE, Chip, ChoiceCard, CodeCard, FillInCard, Option
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # options and chips are shown as A, B, C, ...
@@ -84,22 +85,18 @@ def numbered_code(card: FillInCard) -> str:
     return BLANK_RE.sub(lambda m: f"[{blank_number(card, m.group(1))}]", card.code)
 
 
-def code_block(code: str) -> str:
-    return f"```py\n{code.rstrip()}\n```"
-
-
 def card_text(card: AnyCard, options) -> str:
     """A card as Discord shows it: the prompt, its code, each option under its letter
     (`options`: (letter, option) pairs in the shown order). The upload limits measure the
-    same text (bot/deck_limits.py)."""
-    parts = [card.prompt]
+    same text (bot/deck_limits.py). Deck text may be a stranger's: see content/safe_text."""
+    parts = [markdown(card.prompt)]
     if isinstance(card, FillInCard):
         parts.append(code_block(numbered_code(card)))
     elif isinstance(card, ChoiceCard):
         if card.code:
             parts.append(code_block(card.code))
         for letter, option in options:
-            parts.append(f"**{letter}.** {option.text}")
+            parts.append(f"**{letter}.** {markdown(option.text)}")
             if option.code:
                 parts.append(code_block(option.code))
     else:

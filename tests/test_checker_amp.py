@@ -227,7 +227,7 @@ def test_feedback_carries_the_numbers():
 def test_a_crash_gets_a_plain_message_with_the_learners_line():
     result = check(variant(("max_norm)\n", "max_nrm)\n")))
     assert result["status"] == "error" and result["mistakes"] == []
-    assert result["feedback"] == ["line 10: NameError: name 'max_nrm' is not defined"]
+    assert result["feedback"] == ["line 10: `NameError: name 'max_nrm' is not defined`"]
     syntax = check("for x in dataloader\n    pass\n")
     assert syntax["status"] == "error" and syntax["feedback"][0].startswith("line 1: ")
 

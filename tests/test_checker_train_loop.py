@@ -287,14 +287,14 @@ def test_name_error_reports_the_learners_line():
     assert result["status"] == "error" and not result["passed"] and result["mistakes"] == []
     assert result["error"] == {"type": "NameError", "message": "name 'lossy' is not defined",
                                "line": 3}
-    assert result["feedback"] == ["line 3: NameError: name 'lossy' is not defined"]
+    assert result["feedback"] == ["line 3: `NameError: name 'lossy' is not defined`"]
 
 
 def test_syntax_error_reports_its_line():
     result = check("x = 1\nfor i in range(3)\n    pass\n")
     assert result["status"] == "error"
     assert result["error"]["type"] == "SyntaxError" and result["error"]["line"] == 2
-    assert result["feedback"][0].startswith("line 2: SyntaxError: ")
+    assert result["feedback"][0].startswith("line 2: `SyntaxError: ")
 
 
 def test_error_raised_inside_torch_points_at_the_learners_call():

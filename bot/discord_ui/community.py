@@ -15,6 +15,7 @@ from bot.discord_ui.components import handled
 from bot.discord_ui.flow import CardFlow
 from bot.discord_ui.replies import reply
 from bot.tutor import TutorError
+from content.safe_text import literal, markdown
 from scheduler import leaderboard as lb
 from scheduler.reminders import current_streak
 
@@ -61,9 +62,12 @@ class ReviewCardButton(discord.ui.DynamicItem[discord.ui.Button],
             interaction, self.card_id))
 
 
+def board_title(guild_name: str, period: str, season: int) -> str:
+    return f"{guild_name} · this week" if period == "week" else f"{guild_name} · season {season}"
+
+
 def board_embed(guild_name: str, period: str, season: int, result: lb.Board) -> discord.Embed:
-    title = (f"{guild_name} · this week" if period == "week"
-             else f"{guild_name} · season {season}")
+    title = board_title(literal(guild_name), period, season)
     lines = [_line(s) for s in result.standings] or ["No reviews in this server yet."]
     caller = result.caller
     if caller and caller not in result.standings:
@@ -76,7 +80,7 @@ def board_embed(guild_name: str, period: str, season: int, result: lb.Board) -> 
 
 def _line(s: lb.Standing) -> str:
     accuracy = "–" if s.accuracy is None else f"{s.accuracy:.0%}"
-    return (f"`#{s.rank:>2}` **{discord.utils.escape_markdown(s.name)}** — {s.points} pts · "
+    return (f"`#{s.rank:>2}` **{literal(s.name)}** — {s.points} pts · "
             f"streak {s.streak} · {accuracy} first try")
 
 
@@ -110,7 +114,9 @@ class Community:
         if image:
             rows = [(s.rank, s.name, s.points, s.streak, s.accuracy) for s in result.standings]
             highlight = result.caller.rank if result.caller else None
-            png = await asyncio.to_thread(charts.leaderboard_png, embed.title, rows, highlight)
+            # Unescaped: the chart draws text, and cleans it itself (charts._clean).
+            title = board_title(interaction.guild.name, period, settings.season)
+            png = await asyncio.to_thread(charts.leaderboard_png, title, rows, highlight)
             files = [discord.File(io.BytesIO(png), "leaderboard.png")]
             embed.set_image(url="attachment://leaderboard.png")
         await interaction.response.send_message(embed=embed, view=board_view(period, result),
@@ -135,7 +141,8 @@ class Community:
             f"**{card.split('/')[-1]}** missed {missed} of {total}"
             for card, missed, total in found.missed_cards) or "Nothing missed yet.")
         embed.add_field(name="Mistakes made most", inline=False, value="\n".join(
-            f"**{self._mistake_title(m)}** × {n}" for m, n in found.mistakes) or "None yet.")
+            f"**{markdown(self._mistake_title(m))}** × {n}" for m, n in found.mistakes)
+            or "None yet.")
         await interaction.response.send_message(embed=embed, ephemeral=True)
 
     def _mistake_title(self, mistake_id: str) -> str:
@@ -153,7 +160,7 @@ class Community:
             charts.stats_png, learner.display_name or "Your", activity.daily, today,
             activity.retention, current_streak(learner, today), learner.longest_streak)
         found = activity.insights
-        lines = [f"**{self._mistake_title(m)}** × {n}" for m, n in found.mistakes]
+        lines = [f"**{markdown(self._mistake_title(m))}** × {n}" for m, n in found.mistakes]
         view = None
         if found.missed_cards:
             view = discord.ui.View(timeout=None)

@@ -12,6 +12,7 @@ from collections.abc import Awaitable
 import discord
 
 from bot.discord_ui.replies import apologise
+from content.safe_text import plain
 
 SERVE = r"(?P<serve>[0-9a-f]{8,32})"
 SLUG = r"[a-z][a-z0-9_-]{0,39}"
@@ -132,9 +133,10 @@ class CodeModal(discord.ui.Modal):
     def __init__(self, serve_id: str, attempt: int, starter: str):
         super().__init__(title="Your training loop", custom_id=f"srs:modal:{serve_id}:{attempt}",
                          timeout=900)
+        # A bidi override in a stranger's starter would show the learner other code.
         self.code = discord.ui.TextInput(
             label="Python code", style=discord.TextStyle.paragraph, custom_id="code",
-            default=starter[:4000], max_length=4000, required=True)
+            default=plain(starter)[:4000], max_length=4000, required=True)
         self.add_item(self.code)
 
     async def on_submit(self, interaction: discord.Interaction) -> None:

@@ -19,6 +19,7 @@ from bot.discord_ui.flow import CardFlow
 from bot.discord_ui.replies import reply
 from bot.served import Served
 from bot.tutor import TutorError
+from content.safe_text import literal, markdown
 from content.schema import Deck
 from scheduler.sm2 import SM2State
 
@@ -43,7 +44,7 @@ def commands(flow: CardFlow) -> list[app_commands.Group]:
         try:
             return await flow.db(call, interaction.guild_id, *args)
         except TutorError as exc:
-            await reply(interaction, render.clip(str(exc), MESSAGE_LIMIT))  # lists can grow
+            await reply(interaction, render.clip(markdown(exc), MESSAGE_LIMIT))  # lists grow
             return REFUSED
 
     @group.command(name="upload",
@@ -51,8 +52,9 @@ def commands(flow: CardFlow) -> list[app_commands.Group]:
     @app_commands.describe(file="A deck YAML file (at most 256 KiB), or a practice page")
     async def upload(interaction: discord.Interaction, file: discord.Attachment) -> None:
         if file.size > MAX_UPLOAD:  # from Discord's metadata: never downloaded
-            await reply(interaction, f"**{file.filename}** is {file.size / 1024:.0f} KiB; a "
-                                     f"deck file can be at most 256 KiB. {NOT_STORED}")
+            await reply(interaction, f"**{literal(file.filename)}** is "
+                                     f"{file.size / 1024:.0f} KiB; a deck file can be at most "
+                                     f"256 KiB. {NOT_STORED}")
             return
         await interaction.response.defer(ephemeral=True, thinking=True)
         data = await file.read()
@@ -64,7 +66,8 @@ def commands(flow: CardFlow) -> list[app_commands.Group]:
                         ".problems.txt")
             return
         except TutorError as exc:
-            await reply(interaction, render.clip(f"{exc} {NOT_STORED}", MESSAGE_LIMIT))
+            await reply(interaction, render.clip(f"{markdown(exc)} {NOT_STORED}",
+                                                 MESSAGE_LIMIT))
             return
         if isinstance(result, Draft):
             await send_draft(interaction, result)
@@ -100,7 +103,7 @@ def commands(flow: CardFlow) -> list[app_commands.Group]:
         titles = {s.deck_id: s.title for s in await flow.db(decks.summaries,
                                                             interaction.guild_id)}
         await reply(interaction, "Decks played here: " + ", ".join(
-            f"**{titles.get(d, d)}** (`{d}`)" for d in played) + ".")
+            f"**{literal(titles.get(d, d))}** (`{d}`)" for d in played) + ".")
 
     @group.command(name="publish", description="Let any server enable this server's deck.")
     @app_commands.describe(deck="A deck this server uploaded", public="Shared or not")
@@ -152,22 +155,23 @@ def _stem(filename: str) -> str:
 
 def uploaded_text(up: Uploaded) -> str:
     what = "a new deck" if up.new else "a new version of this server's deck"
-    return (f"Uploaded **{up.title}** (`{up.deck_id}`), {what}: version {up.version}, "
-            f"{up.cards} card(s). It is enabled here: learners get its cards with **/learn** "
-            "and **/practice**. Share it with **/deck publish**.")
+    return (f"Uploaded **{literal(up.title)}** (`{up.deck_id}`), {what}: version "
+            f"{up.version}, {up.cards} card(s). It is enabled here: learners get its cards "
+            "with **/learn** and **/practice**. Share it with **/deck publish**.")
 
 
 def rejection(filename: str, exc: DeckRejected) -> list[str]:
     said = str(exc)
     stored = "" if "nothing was stored" in said.lower() else f" {NOT_STORED}"
-    return [f"**{filename}** was refused: {said}{stored}", *exc.problems]
+    return [f"**{literal(filename)}** was refused: {markdown(said)}{stored}",
+            *map(markdown, exc.problems)]
 
 
 async def send_draft(interaction: discord.Interaction, draft: Draft) -> None:
     name = f"{_stem(draft.filename)}.draft.yaml"
     lines = [f"That is a practice page, so here is a draft deck: **{name}**. Fix what the "
              "notes below flag (each is also a `# GUESS:` comment in the file), then upload "
-             f"it with **/deck upload**. {NOT_STORED}", *draft.notes]
+             f"it with **/deck upload**. {NOT_STORED}", *map(markdown, draft.notes)]
     await _send(interaction, lines, f"{_stem(draft.filename)}.notes.txt",
                 [discord.File(io.BytesIO(draft.yaml.encode()), filename=name)])
 
@@ -198,8 +202,8 @@ def list_embed(summaries: list[DeckSummary]) -> discord.Embed:
     def line(s: DeckSummary) -> str:
         # Bundled decks are everyone's and shared ones public by definition: say it for ours.
         shared = (" · public" if s.public else " · not shared") if s.origin == "uploaded" else ""
-        return (f"**{s.title}** (`{s.deck_id}`) · {s.cards} card(s) · v{s.version} · "
-                f"{ORIGIN[s.origin]}{shared}")
+        return (f"**{literal(s.title)}** (`{s.deck_id}`) · {s.cards} card(s) · "
+                f"v{s.version} · {ORIGIN[s.origin]}{shared}")
 
     on = [line(s) for s in summaries if s.enabled]
     off = [line(s) for s in summaries if not s.enabled]
@@ -224,7 +228,7 @@ def show_embeds(deck: Deck) -> list[discord.Embed]:
     kinds = Counter(card.type for card in deck.cards)
     preview = render.card_embed(deck.cards[0], preview_of(deck.cards[0]))
     preview.set_author(name="Preview: the first card, as learners see it")
-    about = discord.Embed(title=render.clip(f"{deck.title} ({deck.id})", 256),
+    about = discord.Embed(title=render.clip(f"{literal(deck.title)} ({deck.id})", 256),
                           colour=render.BLUE)
     about.add_field(name="Cards", value=f"{len(deck.cards)}: " + ", ".join(
         f"{n} {TYPE_LABEL.get(kind, kind)}" for kind, n in kinds.items()))
@@ -232,7 +236,7 @@ def show_embeds(deck: Deck) -> list[discord.Embed]:
     about.add_field(name="Mistakes explained", value=str(len(deck.mistakes)))
     # Discord refuses a message whose embeds hold over 6000 characters in all (50035).
     room = min(EMBED_DESCRIPTION, EMBEDS_TOTAL - len(preview) - len(about))
-    about.description = render.clip(deck.description, max(room, 1))
+    about.description = render.clip(markdown(deck.description), max(room, 1))
     return [about, preview]
 
 

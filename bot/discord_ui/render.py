@@ -25,16 +25,12 @@ from bot.misconceptions import OpenMistake
 from bot.served import Served
 from bot.tutor import MAX_ATTEMPTS, Progress, Verdict
 from content.loader import AnyCard
+from content.safe_text import clip, code_span, literal, markdown, plain
 from content.schema import ChoiceCard, FillInCard
 from scheduler.choice import SCHEDULERS, Choice
 from scheduler.models import Learner
 
 BLUE, GREEN, RED, GREY = 0x5865F2, 0x57F287, 0xED4245, 0x99AAB5
-
-
-def clip(text: str, limit: int) -> str:
-    """Discord rejects oversize fields (50035); cut visibly instead."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def card_embed(card: AnyCard, served: Served, finished: bool = False) -> discord.Embed:
@@ -43,7 +39,7 @@ def card_embed(card: AnyCard, served: Served, finished: bool = False) -> discord
         description=clip(card_text(card, lettered(card, served)), 4096), colour=BLUE,
     )
     if served.hint_used:
-        embed.add_field(name="Hint", value=clip(card.hint, 1024), inline=False)
+        embed.add_field(name="Hint", value=clip(markdown(card.hint), 1024), inline=False)
     left = MAX_ATTEMPTS - served.attempts
     status = "answered" if finished else f"{left} attempt{'s' * (left != 1)} left"
     embed.set_footer(text=f"{status} · {card.id}")
@@ -54,31 +50,32 @@ def _mistakes_text(fb: Feedback) -> str:
     lines = []
     for m in fb.mistakes:
         if m.blank:
-            lines.append(f"**[{m.blank}] `{m.choice}`**: {m.says}")
+            lines.append(f"**[{m.blank}] {code_span(m.choice, 100)}**: {markdown(m.says)}")
         elif m.says:
-            lines.append(f"**{m.choice}**: {m.says}")
+            lines.append(f"**{markdown(m.choice)}**: {markdown(m.says)}")
         if m.explanation:
-            lines.append(f"> **{m.title}.** {m.explanation}")
+            lines.append(f"> **{markdown(m.title)}.** {markdown(m.explanation)}")
     return "\n".join(lines)
 
 
 def feedback_embed(card: AnyCard, verdict: Verdict, today: date | None) -> discord.Embed:
-    """What the learner sees after an attempt: right or wrong, and why."""
+    """What the learner sees after an attempt: right or wrong, and why. What the checker
+    measured comes first: its lines quote the learner's text as code, and markdown pairs
+    backticks left to right, so no deck text after them can reach back into those spans."""
     fb = feedback(card, verdict, today)
     title, colour = fb.headline, GREEN if fb.correct else RED
     if not fb.finished:
         left = fb.attempts_left
         title = f"{title} {left} attempt{'s' * (left != 1)} left."
-    parts = [_mistakes_text(fb)]
-    if fb.measured:
-        parts.append("\n".join(f"• {line}" for line in fb.measured))
+    parts = ["\n".join(f"• {plain(line)}" for line in fb.measured), _mistakes_text(fb)]
     if fb.finished:
         if fb.answer is not None:
             parts.append("**The answer:** " + (code_block(fb.answer) if fb.answer_is_code
-                                               else fb.answer))
-        parts.append("\n".join(f"{i}. **{t}**: {d}" for i, (t, d) in enumerate(fb.steps, 1))
-                     or fb.explanation)
-        parts.append(f"**Takeaway:** {fb.takeaway}")
+                                               else markdown(fb.answer)))
+        parts.append("\n".join(f"{i}. **{markdown(t)}**: {markdown(d)}"
+                               for i, (t, d) in enumerate(fb.steps, 1))
+                     or markdown(fb.explanation))
+        parts.append(f"**Takeaway:** {markdown(fb.takeaway)}")
         if fb.next_review:
             parts.append(f"Next review of this card: **{fb.next_review}**.")
     embed = discord.Embed(title=title, description=clip("\n\n".join(p for p in parts if p), 4096),
@@ -98,7 +95,7 @@ def card_view(card: AnyCard, served: Served, draft: dict | None = None) -> disco
     elif isinstance(card, FillInCard):
         for number, blank in enumerate(card.blanks, 1):
             chosen = (draft or {}).get(blank.id)
-            options = [discord.SelectOption(label=clip(chip.text, 100), value=chip.id,
+            options = [discord.SelectOption(label=plain(chip.text)[:100], value=chip.id,
                                             default=chip.id == chosen)
                        for chip in shown(card, served)]
             view.add_item(c.BlankSelect(sid, blank.id, f"Blank [{number}]", options, number - 1))
@@ -118,7 +115,7 @@ def next_view(mode: str, topic: str | None) -> discord.ui.View:
 
 def progress_embed(name: str, p: Progress, reviewed: int, accuracy: float | None,
                    cards_total: int, cards_seen: int) -> discord.Embed:
-    embed = discord.Embed(title=f"{name}'s progress", colour=BLUE)
+    embed = discord.Embed(title=f"{literal(name)}'s progress", colour=BLUE)
     embed.add_field(name="Due now", value=str(p.due_now))
     embed.add_field(name="New left today", value=str(p.new_left_today))
     embed.add_field(name="Cards seen", value=f"{cards_seen} / {cards_total}")
@@ -156,10 +153,10 @@ def misconception_lines(mistakes: list[OpenMistake], limit: int = 8) -> list[str
         corrected = (f"corrected {discord.utils.format_dt(m.last_corrected_at, 'R')}"
                      if m.last_corrected_at else None)
         if m.open:
-            lines.append(f"🔴 **{m.title}**: {shown}"
+            lines.append(f"🔴 **{markdown(m.title)}**: {shown}"
                          + (f"; {corrected}, then back" if corrected else ""))
         else:
-            lines.append(f"✅ {m.title}: {corrected}")
+            lines.append(f"✅ {markdown(m.title)}: {corrected}")
     return lines
 
 

@@ -16,6 +16,7 @@ from bot.observability import record_sandbox
 from bot.sandbox.client import SandboxBusy, SandboxClient
 from bot.sandbox.protocol import MEMORY, OK, OUTPUT_LIMIT, REFUSED, TIMEOUT
 from bot.tutor import CodeReport, TryAgain
+from content.safe_text import code_span, plain
 from content.schema import CodeCard
 
 log = logging.getLogger(__name__)
@@ -28,21 +29,28 @@ STOPPED = {
 
 
 def report_from(result: dict) -> CodeReport:
-    """A sandbox result (run in `check` mode) as the engine's CodeReport."""
-    status, stdout = result.get("status"), result.get("stdout", "")
+    """A sandbox result (run in `check` mode) as the engine's CodeReport. A result's
+    `error` and `stderr` are text the learner's code can write (the jailed child reports
+    its own error): the feedback quotes them as code. The checker's own lines (which
+    quote the learner already) and stdout lose only what no front end may show."""
+    status, stdout = result.get("status"), plain(result.get("stdout") or "")
+    learner_text = result.get("error")
     if "report" in result:  # the checker ran to the end (the learner's code may have raised)
         report = result["report"]
+        # A passing check of a run that failed carries the run's error instead (worker).
+        feedback = tuple(code_span(text) if text == learner_text else plain(text)
+                         for text in report.get("feedback", ()))
         return CodeReport(report.get("status", OK), bool(report.get("passed")),
-                          tuple(report.get("mistakes", ())), tuple(report.get("feedback", ())),
-                          stdout)
+                          tuple(report.get("mistakes", ())), feedback, stdout)
     if status in STOPPED:
         return CodeReport(status, False, (), (STOPPED[status],), stdout)
-    detail = result.get("error") or result.get("stderr") or "it could not run"
+    detail = learner_text or result.get("stderr")
+    said = code_span(detail) if detail else "it could not run"
     if status == REFUSED:
-        return CodeReport(status, False, (), (f"Your code was not run: {detail}",), stdout)
+        return CodeReport(status, False, (), (f"Your code was not run: {said}",), stdout)
     line = result.get("line")
     where = f"line {line}: " if line else ""
-    return CodeReport(status or "error", False, (), (f"{where}{detail}",), stdout)
+    return CodeReport(status or "error", False, (), (f"{where}{said}",), stdout)
 
 
 class SandboxJudge:

@@ -54,7 +54,10 @@ def _shape(text: str) -> str:
 
 def error_result(error, explained: Finding | None = None) -> dict:
     """The result for code that raised. `explained`: what the error means in this exercise
-    (a mistake id or None, and plain words), told before torch's own message."""
+    (a mistake id or None, and plain words), told before torch's own message. The type and
+    message are the learner's (any exception, any text): the feedback quotes them as code."""
+    from content.safe_text import code_span
+
     if not isinstance(error, dict):
         raise Malformed("error detail")
     kind, message, line = (str(error.get("type"))[:100], str(error.get("message"))[:2000],
@@ -62,9 +65,10 @@ def error_result(error, explained: Finding | None = None) -> dict:
     if not isinstance(line, int) or isinstance(line, bool):
         line = None
     where = f"line {line}: " if line else ""
-    text = f"{where}{kind}: {message}"
+    quoted = code_span(f"{kind}: {message}", 500)  # enough to read; `error` keeps it all
+    text = f"{where}{quoted}"
     if explained is not None:
-        text = f"{where}{explained[1]} ({kind}: {message})"
+        text = f"{where}{explained[1]} ({quoted})"
     return {
         "status": "error", "passed": False,
         "mistakes": [explained[0]] if explained is not None and explained[0] else [],

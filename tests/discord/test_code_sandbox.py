@@ -7,6 +7,7 @@ import pytest
 from bot.discord_ui.client import TutorBot
 from bot.sandbox.judge import BackgroundSandbox
 from tests.helpers.discord import choose, custom_ids, pick_and_submit, verdict_message
+from tests.helpers.hostile import HOSTILE, assert_quoted
 
 NO_SCALING = """\
 for i, (inputs, labels) in enumerate(dataloader):
@@ -31,9 +32,8 @@ def simcord_bot(bot_tutor, judge) -> TutorBot:
     return TutorBot(bot_tutor)
 
 
-async def test_a_code_answer_is_run_in_the_sandbox_and_explained(world, store):
-    _, channel, ann, _ = world
-    # The topic's fill-in and multiple-choice cards come first in deck order.
+async def train_loop_card(ann, channel):
+    """The topic's fill-in and multiple-choice cards come first in deck order."""
     full_loop = (await ann.slash(channel, "practice", topic="training-loop")).response
     await pick_and_submit(ann, full_loop, {"divisor": "accumulation_steps",
                                            "method": "backward", "window": "accumulation_steps"})
@@ -41,6 +41,12 @@ async def test_a_code_answer_is_run_in_the_sandbox_and_explained(world, store):
     await choose(ann, correct_loop, "step-and-clear-per-window")
     card = (await ann.slash(channel, "practice", topic="training-loop")).response
     assert card.embeds[0].footer.text.endswith("gradient-accumulation/train-loop")
+    return card
+
+
+async def test_a_code_answer_is_run_in_the_sandbox_and_explained(world, store):
+    _, channel, ann, _ = world
+    card = await train_loop_card(ann, channel)
     shown = await ann.click(card, label="Write code")
     result = await ann.submit_modal(shown, {"code": NO_SCALING})
     verdict = verdict_message(result).embeds[0]
@@ -49,3 +55,12 @@ async def test_a_code_answer_is_run_in_the_sandbox_and_explained(world, store):
     assert "gradients 4x too large" in verdict.description
     serve_id = custom_ids(card)[0].split(":")[2]
     assert store.review(serve_id).mistake_ids == ["no_loss_scaling"]
+
+
+async def test_a_hostile_exception_reaches_the_embed_only_as_code(world):
+    _, channel, ann, _ = world
+    shown = await ann.click(await train_loop_card(ann, channel), label="Write code")
+    result = await ann.submit_modal(shown, {"code": f"raise ValueError({HOSTILE!r})\n"})
+    text = verdict_message(result).embeds[0].description
+    assert text.startswith("• line 1: `ValueError: ˋ[click](https://evil.example)ˋ ✅")
+    assert_quoted(text)

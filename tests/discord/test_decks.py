@@ -283,14 +283,15 @@ def shouting_deck():
 
 @pytest.mark.parametrize("extra_decks", [[shouting_deck()]])
 async def test_deck_text_is_shown_intact_and_pings_nobody(world, admin, extra_decks):
+    """Escaped, the mentions show as written: no ping, and no mention pill either."""
     guild, channel, ann, _ = world
     shown = (await admin.slash(channel, "deck show", deck="shout")).response
-    assert "@everyone and <@123>: What does" in shown.embeds[1].description
+    assert r"\@everyone and \<@123>: What does" in shown.embeds[1].description
     off = await admin.slash(channel, "deck disable", deck="gradient-accumulation")
-    assert "**Shout @everyone <@123>** (`shout`)" in off.response.content
+    assert r"**Shout \@everyone \<\@123\>** (`shout`)" in off.response.content
     await admin.slash(channel, "server-settings public-play", enabled=True)
     card = (await ann.slash(channel, "learn", public=True)).response
-    assert not card.ephemeral and "@everyone and <@123>" in card.embeds[0].description
+    assert not card.ephemeral and r"\@everyone and \<@123>" in card.embeds[0].description
     for message in (shown, off.response, card):
         pings_nobody(message)
 
@@ -310,9 +311,9 @@ async def test_a_mention_in_an_uploaded_prompt_is_shown_as_text(world, admin):
         'prompt: What does x.to("cuda") return?',
         """prompt: '@everyone <@123> what does x.to("cuda") return?'""")
     up = final(await admin.slash(channel, "deck upload", file=("loud.yaml", loud.encode())))
-    assert up.content.startswith("Uploaded **Tensor basics @everyone** (`tensor-basics`)")
+    assert up.content.startswith(r"Uploaded **Tensor basics \@everyone** (`tensor-basics`)")
     shown = (await admin.slash(channel, "deck show", deck="tensor-basics")).response
-    assert shown.embeds[1].description.startswith('@everyone <@123> what does x.to("cuda")')
+    assert shown.embeds[1].description.startswith(r'\@everyone \<@123> what does x.to("cuda")')
     for message in (up, shown):
         pings_nobody(message)
 

@@ -81,7 +81,7 @@ def test_check_reports_the_learners_crash_with_its_line(tmp_path):
     report = json.loads(tutor_check("gradient-accumulation/train-loop", str(crash),
                                     "--json").stdout)
     assert report["status"] == ERROR and not report["passed"]
-    assert report["feedback"][0].startswith("line 2: NameError")
+    assert report["feedback"][0].startswith("line 2: `NameError")
 
 
 def test_check_needs_a_code_card(tmp_path):

@@ -28,8 +28,8 @@ def test_a_stopped_run_says_why(status, words):
 
 def test_refused_and_crashed_runs_carry_their_reason_and_line():
     refused = report_from({"status": REFUSED, "error": "line 2: not valid Python"})
-    assert refused.feedback == ("Your code was not run: line 2: not valid Python",)
+    assert refused.feedback == ("Your code was not run: `line 2: not valid Python`",)
     crashed = report_from({"status": ERROR, "error": "the program ended abruptly (exit -11)"})
-    assert crashed.feedback == ("the program ended abruptly (exit -11)",)
+    assert crashed.feedback == ("`the program ended abruptly (exit -11)`",)
     assert report_from({"status": ERROR, "error": "boom", "line": 3}).feedback == (
-        "line 3: boom",)
+        "line 3: `boom`",)

@@ -81,7 +81,7 @@ async def test_a_huge_exception_in_a_code_check_gives_one_reply(sandbox):
         "raise ValueError('y' * 300_000)", learner="huge-check", mode="check",
         checker="train_loop"), 60)
     assert result["status"] == ERROR and not result["report"]["passed"]
-    assert result["report"]["feedback"][0].startswith("line 1: ValueError: yyy")
+    assert result["report"]["feedback"][0].startswith("line 1: `ValueError: yyy")
     assert (await sandbox.run("print(1)", learner="huge-check"))["status"] == OK
 
 
