@@ -106,8 +106,10 @@ def _sandboxed(code: str, **options) -> dict:
     """Run one submission on the shared sandbox service (SANDBOX_ADDRESS), or on a worker of
     our own started for it."""
     import asyncio
+    import getpass
 
-    from bot.sandbox.client import SandboxClient
+    from bot.sandbox.client import SandboxBusy, SandboxClient
+    from bot.sandbox.protocol import busy
 
     settings = _settings()
 
@@ -117,7 +119,10 @@ def _sandboxed(code: str, **options) -> dict:
                                allow_unbounded_memory=settings.sandbox_allow_unbounded_memory)
         await client.start()
         try:
-            return await client.run(code, **options)
+            # One run at a time per user of this machine, as for a learner on Discord.
+            return await client.run(code, learner=f"cli:{getpass.getuser()}", **options)
+        except SandboxBusy as exc:
+            return busy(str(exc))
         finally:
             await client.stop()
 
@@ -150,8 +155,10 @@ def cmd_sandbox_serve(args) -> int:
 
     unbounded = ["--allow-unbounded-memory"] if _settings().sandbox_allow_unbounded_memory else []
     os.chdir(PROJECT_ROOT)
+    tuning = [f"--{name}={value}" for name in ("limits", "parallel", "checkers", "connections")
+              if (value := getattr(args, name)) is not None]
     os.execve(sys.executable, [sys.executable, "-m", "bot.sandbox.worker", "--listen",
-                               args.listen, "--mode", args.mode, *unbounded],
+                               args.listen, "--mode", args.mode, *unbounded, *tuning],
               worker_environment())
 
 
@@ -352,6 +359,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="unix:/path or tcp:127.0.0.1:PORT")
     serve.add_argument("--mode", default="660",
                        help="Unix socket permissions, octal (666: a private shared volume)")
+    serve.add_argument("--parallel", help="jailed children at once (default: by memory)")
+    for name, what in (("limits", "protocol.Limits (per run)"),
+                       ("checkers", "checker_pool.PoolLimits (the judges)"),
+                       ("connections", "service.ConnectionLimits")):
+        serve.add_argument(f"--{name}", help=f"JSON object overriding fields of {what}")
     serve.set_defaults(func=cmd_sandbox_serve)
     doctor = sandbox.add_parser("doctor", help="what isolation holds here (namespaces, seccomp, "
                                                "cgroup limits, GPU); exit 1 when unbounded")

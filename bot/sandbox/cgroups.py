@@ -35,6 +35,10 @@ PROC_SELF_CGROUP = Path("/proc/self/cgroup")
 GROUP = "tutor-sandbox"  # the children's groups live under this one
 WORKER = "tutor-worker"  # v2: the leaf the worker moves into (no internal processes rule)
 CONTROLLERS = ("memory", "pids")
+# Where the host has it, each child is also held to one CPU's worth (and the children share
+# the CPUs equally, however many threads one of them starts): slots can then outnumber the
+# CPUs, since a sleeping run uses none.
+CPU_PERIOD_US = 100_000
 MIB = 1 << 20
 V1_UNLIMITED = 1 << 62  # v1 reports "no limit" as a huge page-aligned number
 REMOVE_WAIT_S = 2.0
@@ -149,10 +153,21 @@ class _V1(Cgroups):
         except OSError as exc:
             raise Unavailable(f"cannot make cgroup v1 groups under {root}: {exc.strerror} "
                               "(the sandbox needs root, and a writable /sys/fs/cgroup)") from None
-        return cls(limits, (memory, pids))
+        cpu = root / "cpu" / GROUP
+        try:
+            if not (root / "cpu" / "cpu.cfs_quota_us").is_file():
+                return cls(limits, (memory, pids))
+            cpu.mkdir(exist_ok=True)
+        except OSError:
+            return cls(limits, (memory, pids))  # memory and pids are what must hold
+        return cls(limits, (memory, pids, cpu))
 
     def _set_limits(self, name: str) -> None:
-        memory, pids = (group / name for group in self.groups)
+        memory, pids = (group / name for group in self.groups[:2])
+        if len(self.groups) > 2:
+            cpu = self.groups[2] / name
+            (cpu / "cpu.cfs_period_us").write_text(str(CPU_PERIOD_US))
+            (cpu / "cpu.cfs_quota_us").write_text(str(CPU_PERIOD_US))
         limit = self.limits.memory_mb * MIB
         (memory / "memory.limit_in_bytes").write_text(str(limit))
         with contextlib.suppress(OSError):  # absent without swap accounting
@@ -160,7 +175,12 @@ class _V1(Cgroups):
         (pids / "pids.max").write_text(str(self.limits.pids))
 
     def read_limits(self, name: str) -> dict:
-        memory, pids = (group / name for group in self.groups)
+        memory, pids = (group / name for group in self.groups[:2])
+        cpus = None
+        if len(self.groups) > 2:
+            quota = _number((self.groups[2] / name / "cpu.cfs_quota_us").read_text())
+            period = _number((self.groups[2] / name / "cpu.cfs_period_us").read_text())
+            cpus = quota / period if quota and quota > 0 and period else None
         ram = int((memory / "memory.limit_in_bytes").read_text())
         ram_mb = ram // MIB if ram < V1_UNLIMITED else None
         swap_mb = None  # memsw bounds memory + swap; without it swap is not bounded
@@ -169,7 +189,7 @@ class _V1(Cgroups):
             if both < V1_UNLIMITED and ram_mb is not None:
                 swap_mb = (both - ram) // MIB
         return {"memory_max_mb": ram_mb, "swap_max_mb": swap_mb,
-                "pids_max": _number((pids / "pids.max").read_text())}
+                "pids_max": _number((pids / "pids.max").read_text()), "cpus_max": cpus}
 
     def oom_killed(self, name: str) -> bool:
         counts = _counts(self.groups[0] / name / "memory.oom_control")
@@ -217,7 +237,8 @@ class _V2(Cgroups):
             if _pids(base / "cgroup.procs"):
                 (base / WORKER).mkdir(exist_ok=True)
                 (base / WORKER / "cgroup.procs").write_text(str(os.getpid()))
-        enable = " ".join(f"+{c}" for c in CONTROLLERS)
+        wanted = CONTROLLERS + (("cpu",) if "cpu" in available else ())
+        enable = " ".join(f"+{c}" for c in wanted)
         _enable(base, enable)
         sandbox = base / GROUP
         sandbox.mkdir(exist_ok=True)
@@ -230,6 +251,8 @@ class _V2(Cgroups):
         with contextlib.suppress(OSError):  # absent without swap accounting
             (group / "memory.swap.max").write_text("0")
         (group / "pids.max").write_text(str(self.limits.pids))
+        with contextlib.suppress(OSError):  # no cpu controller delegated: no CPU cap
+            (group / "cpu.max").write_text(f"{CPU_PERIOD_US} {CPU_PERIOD_US}")
         # One OOM kill takes the whole group: no half-dead child goes on with a verdict.
         with contextlib.suppress(OSError):  # kernels before 4.19
             (group / "memory.oom.group").write_text("1")
@@ -239,9 +262,13 @@ class _V2(Cgroups):
         swap = None
         with contextlib.suppress(OSError):
             swap = _number((group / "memory.swap.max").read_text())
+        cpus = None
+        with contextlib.suppress(OSError, ValueError):
+            quota, period = (group / "cpu.max").read_text().split()
+            cpus = int(quota) / int(period) if quota != "max" else None
         return {"memory_max_mb": _mib(_number((group / "memory.max").read_text())),
                 "swap_max_mb": _mib(swap),
-                "pids_max": _number((group / "pids.max").read_text())}
+                "pids_max": _number((group / "pids.max").read_text()), "cpus_max": cpus}
 
     def oom_killed(self, name: str) -> bool:
         # `max` counts every time usage hit memory.max, including when reclaim (dropping

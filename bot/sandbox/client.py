@@ -157,7 +157,10 @@ class SandboxClient:
         """The worker died (or the shared one went away): start or reach a new one and
         answer every run it held."""
         self._restarts += 1
-        log.error("sandbox worker lost (exit %s); restarting", returncode)
+        if self.address and not self._pending:  # a shared service closes idle connections
+            log.info("the sandbox service closed our idle connection; reconnecting")
+        else:
+            log.error("sandbox worker lost (exit %s); restarting", returncode)
         held, self._pending = self._pending, {}
         self._writer = None
         for attempt in range(5 if self.address else 1):
@@ -207,10 +210,13 @@ class SandboxClient:
             self._admit(learner)
         deadline = self.limits.wall_s + 2 * self.limits.reply_margin_s
         try:
-            return await self._request({"code": code, "mode": mode, "checker": checker,
-                                        "device": device}, deadline)
+            result = await self._request({"code": code, "mode": mode, "checker": checker,
+                                          "device": device, "learner": learner}, deadline)
         finally:
             self._in_flight.discard(learner)
+        if result.get("busy") is True:  # the service's own admission, across every bot
+            raise SandboxBusy(result.get("stderr") or "The code runner is busy; try again.")
+        return result
 
     def _admit(self, learner: str) -> None:
         if len(self._pending) >= self.max_queue:

@@ -1,9 +1,11 @@
 """What crosses between the bot, the sandbox service and its jailed children.
 
 Bot <-> service: JSON lines. A submission is {"id", "code", "mode": "run"|"check",
-"checker", "device"}; a result is {"id", "status", "exit_code", "stdout", "stderr",
-"elapsed_ms", ...}. Statuses are the product's: ok, error, timeout, memory, output_limit,
-refused.
+"checker", "device", "learner"} (`learner`: an opaque key, the same from every bot process,
+so the service admits one run per learner); a result is {"id", "status", "exit_code",
+"stdout", "stderr", "elapsed_ms", ...}. Statuses are the product's: ok, error, timeout,
+memory, output_limit, refused. A result with "busy": true was not run (the learner has a run
+in flight, or the service is full); its stderr says so.
 
 Service -> child: one length-prefixed JSON request. Child -> service: its exit status, and
 at most one length-prefixed JSON report of detail (see `frame`/`unframe`).
@@ -73,7 +75,7 @@ def unframe(data: bytes) -> dict:
         raise ValueError("more than one report was written")
     try:
         message = json.loads(data[4:])
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         raise ValueError("the report was not valid JSON") from None
     if not isinstance(message, dict):
         raise ValueError("the report was not a JSON object")
@@ -88,3 +90,8 @@ def refused(reason: str) -> dict:
 def failed(reason: str) -> dict:
     """The code may have been fine: the sandbox could not run it, or not in time."""
     return {**refused(reason), "status": ERROR}
+
+
+def busy(reason: str) -> dict:
+    """Not run, and not the code's fault: the client tells the learner to wait."""
+    return {**failed(reason), "busy": True}

@@ -18,20 +18,23 @@ import contextlib
 import json
 import logging
 import os
+import secrets
 import signal
 import sys
 import time
-from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.sandbox import cgroups as cgroup_limits
+from bot.sandbox.admission import Admission, Busy, default_slots
 from bot.sandbox.cgroups import Cgroups
-from bot.sandbox.protocol import ERROR, OK, Limits, decode, encode, failed, refused
+from bot.sandbox.checker_pool import CheckerPool, JudgeFailed, PoolLimits
+from bot.sandbox.protocol import ERROR, OK, Limits, busy, failed, refused
+from bot.sandbox.service import ConnectionLimits, serve_socket, serve_stdio
 from bot.sandbox.verdict import Ending, decide
 from bot.sandbox.zygote_control import Zygote, ZygoteGone
 from content import checkers
-from content.checkers._trace import Malformed
 
 log = logging.getLogger("sandbox.worker")
 DISCARD_WAIT_S = 10.0  # how long a stop waits for the zygote to report a killed child
@@ -59,15 +62,19 @@ class Slot:
 
 class ForkServer:
     def __init__(self, limits: Limits | None = None, parallel: int | None = None,
-                 cgroups: Cgroups | None = None, allow_unbounded_memory: bool = False):
+                 cgroups: Cgroups | None = None, allow_unbounded_memory: bool = False,
+                 judges: PoolLimits | None = None):
         self.limits = limits or Limits()
         self.cgroups = cgroups
         self.allow_unbounded_memory = allow_unbounded_memory
-        self.slots = asyncio.Semaphore(parallel or max(1, os.cpu_count() or 1))
+        self.admission = Admission(parallel or default_slots(self.limits.memory_mb))
         self.gpu_lock = asyncio.Lock()  # one GPU job at a time
         self.zygote = Zygote(self.limits)
+        self.checkers = CheckerPool(judges)
         self.ready: Slot | None = None
         self._refilling: asyncio.Task | None = None
+        # Removing a cgroup waits for the kernel (up to seconds on v2): never on the loop.
+        self._cleanup = ThreadPoolExecutor(2, thread_name_prefix="sandbox-cleanup")
 
     @property
     def memory_limited(self) -> bool:
@@ -79,10 +86,12 @@ class ForkServer:
                 "limits": self.cgroups.describe() if self.cgroups else {},
                 "memory_limited": self.memory_limited,
                 "runs_code": self.memory_limited or self.allow_unbounded_memory,
+                "slots": self.admission.slots,
                 "pid": os.getpid(),
                 "zygote_pid": self.zygote.process.pid if self.zygote.process else None}
 
     async def start(self) -> None:
+        await self.checkers.start()
         await self.zygote.start()
         await self._refill()
 
@@ -101,11 +110,15 @@ class ForkServer:
                 pid, child, fds = await self.zygote.child(gpu, procs)
         except BaseException:
             if cgroup:
-                self.cgroups.remove(cgroup)
+                await self._remove_cgroup(cgroup)
             raise
-        for fd in fds[1:]:
+        for fd in fds:
             os.set_blocking(fd, False)
         return Slot(pid, child, *fds, cgroup)
+
+    async def _remove_cgroup(self, name: str) -> None:
+        await asyncio.get_running_loop().run_in_executor(self._cleanup, self.cgroups.remove,
+                                                         name)
 
     async def _refill(self) -> None:
         if self.ready is None:
@@ -135,14 +148,14 @@ class ForkServer:
                 await asyncio.wait_for(asyncio.shield(self.zygote.exited(slot.child)),
                                        DISCARD_WAIT_S)
         self.zygote.forget(slot.child)
-        self._release(slot)
+        await self._release(slot)
 
-    def _release(self, slot: Slot) -> None:
+    async def _release(self, slot: Slot) -> None:
         for fd in slot.fds():
             with contextlib.suppress(OSError):
                 os.close(fd)
         if slot.cgroup:
-            self.cgroups.remove(slot.cgroup)
+            await self._remove_cgroup(slot.cgroup)
 
     async def close(self) -> None:
         """Stop the child kept waiting and the zygote; give back their cgroups."""
@@ -154,13 +167,19 @@ class ForkServer:
         if slot is not None:
             await self._discard(slot)
         self.zygote.stop()
+        await self.checkers.close()
+        self._cleanup.shutdown(wait=True)
 
     # -- running a submission ------------------------------------------------------------
 
-    async def execute(self, submission: dict) -> dict:
-        """Exactly one result for every submission, whatever it holds."""
+    async def execute(self, submission: dict, learner: str) -> dict:
+        """Exactly one result for every submission, whatever it holds. `learner`: whose it
+        is (the request's key, else its connection's), for fair admission."""
         try:
-            return await self._execute(submission)
+            async with self.admission.turn(learner):
+                return await self._execute(submission)
+        except Busy as exc:
+            return busy(str(exc))
         except Exception:  # noqa: BLE001 - a reply, never silence
             log.exception("sandbox run failed")
             return failed("the sandbox failed while running this code")
@@ -176,18 +195,21 @@ class ForkServer:
                            "(see `tutor sandbox doctor`)")
         mode = submission.get("mode") or "run"
         request = {"code": code, "mode": mode, "device": submission.get("device") or "cpu"}
-        judge = None
+        checker, salt = None, 0
         if mode == "check":
-            name = submission.get("checker")
-            if name not in checkers.NAMES:
-                return refused(f"no checker named {name!r}")
-            judge = checkers.load(name)
-            request.update(observer=checkers.OBSERVERS[name], plan=judge.plan())
+            checker = submission.get("checker")
+            if checker not in checkers.NAMES:
+                return refused(f"no checker named {checker!r}")
+            # Data and weights differ per submission: a record of someone's correct run,
+            # saved and written back by a loop that never trains, matches nothing.
+            salt = secrets.randbelow(2**31 - 1) + 1
+            request.update(observer=checkers.OBSERVERS[checker],
+                           plan=checkers.load(checker).plan(salt))
         elif mode != "run":
             return refused(f"unknown mode {mode!r}")
         gpu = request["device"] == "cuda" and os.path.exists("/dev/nvidiactl")
         arrived = time.monotonic()
-        async with self.slots:
+        async with self.admission.slot():
             if time.monotonic() - arrived > self.limits.reply_margin_s:
                 # Its client has stopped waiting: running it now would only delay others.
                 return failed("the sandbox was too busy to run this in time; try again")
@@ -196,8 +218,8 @@ class ForkServer:
                     result, detail = await self._run(request, gpu=True)
             else:
                 result, detail = await self._run(request, gpu=False)
-        if judge is not None:
-            result = await self._judged(judge, result, detail)
+        if checker is not None:
+            result = await self._judged(checker, salt, result, detail)
         return result
 
     async def _run(self, request: dict, gpu: bool) -> tuple[dict, dict]:
@@ -215,31 +237,45 @@ class ForkServer:
         for fd, buffer, event in drains:
             loop.add_reader(fd, self._drain, slot, fd, buffer, event)
         try:
-            await loop.run_in_executor(None, _send, slot.request_w, payload)
-            stops = [asyncio.ensure_future(e.wait()) for e in (overflow, report_overflow)]
-            done, _ = await asyncio.wait([exited, *stops], timeout=self.limits.wall_s,
-                                         return_when=asyncio.FIRST_COMPLETED)
-            for stop in stops:
-                stop.cancel()
-            if not exited.done():  # (the pid could be reused only after a wrap-around)
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(slot.pid, signal.SIGKILL)
-            wait_status, cpu_s = await exited
-        finally:
-            for fd, _, _ in drains:
-                loop.remove_reader(fd)
-            self.zygote.forget(slot.child)
+            try:
+                done = await self._wait(slot, payload, exited, overflow, report_overflow)
+                if not exited.done():  # (the pid could be reused only after a wrap-around)
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(slot.pid, signal.SIGKILL)
+                wait_status, cpu_s = await asyncio.shield(exited)  # the zygote sets it
+            finally:
+                for fd, _, _ in drains:
+                    loop.remove_reader(fd)
+        except asyncio.CancelledError:
+            # Its connection closed: the child goes now, and its slot with it.
+            await asyncio.shield(self._discard(slot))
+            raise
+        self.zygote.forget(slot.child)
         elapsed_ms = (time.perf_counter() - started) * 1000
         for fd, buffer, event in drains:  # what is still in the pipes
             self._drain(slot, fd, buffer, event, until_empty=True)
         oom = bool(slot.cgroup) and self.cgroups.oom_killed(slot.cgroup)
-        self._release(slot)
+        await self._release(slot)
         ending = Ending(wait_status, cpu_s, timed_out=not done,
                         output_overflow=overflow.is_set(),
                         report_overflow=report_overflow.is_set(), oom_killed=oom,
                         report=bytes(slot.report))
         result, detail = decide(ending, self.limits)
         return {**result, **self._output(slot), "elapsed_ms": round(elapsed_ms, 2)}, detail
+
+    async def _wait(self, slot: Slot, payload: bytes, exited: asyncio.Future,
+                    *overflows: asyncio.Event) -> bool:
+        """Send the submission and wait for the child to end or to overflow; False when
+        the wall-clock limit came first."""
+        sending = asyncio.ensure_future(_send(slot.request_w, payload))
+        stops = [asyncio.ensure_future(event.wait()) for event in overflows]
+        try:
+            finished, _ = await asyncio.wait([exited, *stops], timeout=self.limits.wall_s,
+                                             return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (sending, *stops):
+                task.cancel()
+        return bool(finished)
 
     def _drain(self, slot: Slot, fd: int, buffer: bytearray, overflow: asyncio.Event,
                until_empty: bool = False) -> None:
@@ -274,8 +310,9 @@ class ForkServer:
                 else (stdout, stderr + note)
         return {"stdout": stdout, "stderr": stderr}
 
-    async def _judged(self, judge, result: dict, detail: dict) -> dict:
-        """A code check's verdict, decided here from the child's observations."""
+    async def _judged(self, checker: str, salt: int, result: dict, detail: dict) -> dict:
+        """A code check's verdict, decided from the child's observations by a checker
+        process (bounded: a record that cannot be judged in time costs only this verdict)."""
         observations = detail.get("observations")
         if result["status"] not in (OK, ERROR):
             return result
@@ -284,100 +321,40 @@ class ForkServer:
                 return {**result, "status": ERROR,
                         "error": "the program ended before the checker could watch it train"}
             return result
-        loop = asyncio.get_running_loop()
         try:
-            report = await loop.run_in_executor(None, judge.judge, observations)
-        except (Malformed, ValueError, TypeError, KeyError, IndexError) as exc:
-            return {**result, "status": ERROR,
-                    "error": f"the checker could not read what the run reported ({exc})"}
-        if result["status"] != OK and report["passed"]:
+            report = await self.checkers.judge(checker, salt, observations)
+        except JudgeFailed as exc:
+            return {**result, "status": ERROR, "error": str(exc)}
+        if result["status"] != OK and report.get("passed") is not False:
             report = {**report, "status": ERROR, "passed": False,
                       "feedback": [result.get("error") or "the program failed"]}
         return {**result, "report": report}
 
 
-def _send(fd: int, payload: bytes) -> None:
-    os.set_blocking(fd, True)
+async def _send(fd: int, payload: bytes) -> None:
+    """The submission to its child, without blocking the loop on a full pipe."""
+    loop = asyncio.get_running_loop()
     data = memoryview(len(payload).to_bytes(4, "little") + payload)
-    with contextlib.suppress(BrokenPipeError):  # the child died first: its status says why
-        while data:
+    while data:
+        try:
             data = data[os.write(fd, data):]
+        except BlockingIOError:
+            writable = loop.create_future()
+            loop.add_writer(fd, lambda f=writable: f.done() or f.set_result(None))
+            try:
+                await writable
+            finally:
+                loop.remove_writer(fd)
+        except (BrokenPipeError, OSError):  # the child died first: its status says why
+            return
 
 
 def _text(data: bytearray) -> str:
     return bytes(data).decode("utf-8", "replace")
 
 
-async def answer_lines(server: ForkServer, reader: asyncio.StreamReader,
-                       write: Callable[[bytes], None]) -> None:
-    """Answer JSON-line requests from `reader` (concurrently) until it closes."""
-    tasks: set[asyncio.Task] = set()
-
-    async def answer(request: dict) -> None:
-        if request.get("op") == "info":
-            reply = server.info()
-        else:
-            reply = await server.execute(request)
-        write(encode({**reply, "id": request.get("id")}))
-
-    while True:
-        try:
-            line = await reader.readline()
-        except ValueError:  # a line over the stream limit: drop it, keep the connection
-            continue
-        if not line:
-            break
-        try:
-            request = decode(line)
-        except ValueError:
-            continue
-        task = asyncio.create_task(answer(request))
-        tasks.add(task)
-        task.add_done_callback(tasks.discard)
-    if tasks:
-        await asyncio.gather(*tasks, return_exceptions=True)
-
-
-async def serve_stdio(server: ForkServer) -> None:
-    """One client: the process that started us, on stdin/stdout."""
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=4 * 1024 * 1024)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    out = sys.stdout.buffer
-
-    def write(data: bytes) -> None:
-        out.write(data)
-        out.flush()
-
-    await answer_lines(server, reader, write)
-
-
-async def serve_socket(server: ForkServer, address: str, mode: int = 0o660) -> None:
-    """`tutor sandbox serve`: any number of bot processes, on a Unix socket or loopback."""
-
-    async def client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            await answer_lines(server, reader, writer.write)
-        finally:
-            writer.close()
-
-    kind, _, where = address.partition(":")
-    if kind == "unix":
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(where)
-        listener = await asyncio.start_unix_server(client, where, limit=4 * 1024 * 1024)
-        os.chmod(where, mode)  # 660: the bot's group may connect; nobody else
-    elif kind == "tcp":
-        host, _, port = where.rpartition(":")
-        listener = await asyncio.start_server(client, host, int(port), limit=4 * 1024 * 1024)
-    else:
-        raise SystemExit(f"--listen takes unix:/path or tcp:host:port, not {address!r}")
-    log.info("sandbox worker listening on %s", address)
-    async with listener:
-        await listener.serve_forever()
-
-
-async def _serve(server: ForkServer, listen: str | None, mode: int) -> None:
+async def _serve(server: ForkServer, listen: str | None, mode: int,
+                 connections: ConnectionLimits) -> None:
     # SIGTERM (docker stop, the client's stop) still gives back children and cgroups. It
     # sets an event rather than cancelling: Python 3.11's wait_for can swallow a
     # cancellation (a stop during start-up was lost and the service ran on).
@@ -386,7 +363,8 @@ async def _serve(server: ForkServer, listen: str | None, mode: int) -> None:
     try:
         await server.start()
         service = asyncio.ensure_future(
-            serve_socket(server, listen, mode) if listen else serve_stdio(server))
+            serve_socket(server, listen, mode, connections) if listen
+            else serve_stdio(server))
         stopped = asyncio.ensure_future(stop.wait())
         await asyncio.wait([service, stopped], return_when=asyncio.FIRST_COMPLETED)
         for task in (service, stopped):
@@ -401,7 +379,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--limits", type=json.loads, default={},
                         help="JSON object overriding fields of protocol.Limits")
-    parser.add_argument("--parallel", type=int, default=None)
+    parser.add_argument("--parallel", type=int, default=None,
+                        help="children at once (default: by memory, at least the CPUs)")
+    parser.add_argument("--checkers", type=json.loads, default={},
+                        help="JSON object overriding fields of checker_pool.PoolLimits")
+    parser.add_argument("--connections", type=json.loads, default={},
+                        help="JSON object overriding fields of service.ConnectionLimits")
     parser.add_argument("--listen", help="serve on unix:/path or tcp:host:port instead of "
                                          "stdin/stdout")
     parser.add_argument("--mode", default="660", help="the Unix socket's permissions (octal)")
@@ -419,9 +402,10 @@ def main(argv: list[str] | None = None) -> None:
         log.error("no cgroup memory limit (%s): %s", cgroup_limits.last_problem,
                   "code runs anyway, as SANDBOX_ALLOW_UNBOUNDED_MEMORY asks" if allow else
                   "code will not be run (see `tutor sandbox doctor`)")
-    server = ForkServer(limits, args.parallel, cgroups, allow)
+    server = ForkServer(limits, args.parallel, cgroups, allow, PoolLimits(**args.checkers))
     with contextlib.suppress(asyncio.CancelledError):
-        asyncio.run(_serve(server, args.listen, int(args.mode, 8)))
+        asyncio.run(_serve(server, args.listen, int(args.mode, 8),
+                           ConnectionLimits(**args.connections)))
 
 
 if __name__ == "__main__":

@@ -45,16 +45,17 @@ def v2(tmp_path, monkeypatch):
     return root, base, proc
 
 
-def test_v2_delegates_memory_and_pids_and_moves_us_into_a_leaf(v2):
+def test_v2_delegates_memory_pids_and_cpu_and_moves_us_into_a_leaf(v2):
     root, base, proc = v2
     found = Cgroups.create(LIMITS, root=root, proc_cgroup=proc)
     assert found is not None and found.version == "v2", cgroups.last_problem
     assert cgroups.last_problem is None
     assert (base / "tutor-worker" / "cgroup.procs").read_text() == str(os.getpid())
-    assert (base / "cgroup.subtree_control").read_text() == "+memory +pids"
-    assert (base / "tutor-sandbox" / "cgroup.subtree_control").read_text() == "+memory +pids"
+    assert (base / "cgroup.subtree_control").read_text() == "+memory +pids +cpu"
+    assert (base / "tutor-sandbox" / "cgroup.subtree_control").read_text() == \
+        "+memory +pids +cpu"
     assert found.describe() == {"cgroup": "v2", "memory_max_mb": 256, "swap_max_mb": 0,
-                                "pids_max": 12}
+                                "pids_max": 12, "cpus_max": 1.0}
     assert list((base / "tutor-sandbox").iterdir()) == [  # the probe group is gone
         base / "tutor-sandbox" / "cgroup.subtree_control"]
 
@@ -69,10 +70,12 @@ def test_v2_child_group_gets_the_limits_and_the_procs_path(v2):
     assert (group / "memory.swap.max").read_text() == "0"
     assert (group / "pids.max").read_text() == "12"
     assert (group / "memory.oom.group").read_text() == "1"
+    assert (group / "cpu.max").read_text() == "100000 100000"  # one CPU's worth
     assert found.procs_files(name) == [str(group / "cgroup.procs")]
     found.add(name, 4242)
     assert (group / "cgroup.procs").read_text() == "4242"
-    assert found.read_limits(name) == {"memory_max_mb": 256, "swap_max_mb": 0, "pids_max": 12}
+    assert found.read_limits(name) == {"memory_max_mb": 256, "swap_max_mb": 0, "pids_max": 12,
+                                       "cpus_max": 1.0}
 
 
 def test_v2_oom_killed_reads_memory_events(v2):
@@ -183,7 +186,7 @@ def test_v2_in_the_real_root_cgroup_stays_put(v2):
     proc.write_text("0::/\n")
     found = Cgroups.create(LIMITS, root=root, proc_cgroup=proc)
     assert found is not None and found.groups == (root / "tutor-sandbox",)
-    assert (root / "cgroup.subtree_control").read_text() == "+memory +pids"
+    assert (root / "cgroup.subtree_control").read_text() == "+memory +pids +cpu"
     assert not (root / "tutor-worker").exists()
 
 
@@ -204,15 +207,17 @@ v1_host = pytest.mark.skipif(
 def test_v1_group_gets_the_limits_and_a_process_lands_in_it():
     found = Cgroups.create(LIMITS)
     assert found is not None and found.version == "v1", cgroups.last_problem
+    has_cpu = (V1_ROOT / "cpu" / "cpu.cfs_quota_us").is_file()
     assert found.describe() == {"cgroup": "v1", "memory_max_mb": 256, "swap_max_mb": 0,
-                                "pids_max": 12}
+                                "pids_max": 12, "cpus_max": 1.0 if has_cpu else None}
     name = found.new()
     memory = V1_ROOT / "memory" / "tutor-sandbox" / name
     assert int((memory / "memory.limit_in_bytes").read_text()) == 256 << 20
     assert (V1_ROOT / "pids" / "tutor-sandbox" / name / "pids.max").read_text().strip() == "12"
+    cpu = [str(V1_ROOT / "cpu" / "tutor-sandbox" / name / "cgroup.procs")] if has_cpu else []
     assert found.procs_files(name) == [str(memory / "cgroup.procs"),
                                        str(V1_ROOT / "pids" / "tutor-sandbox" / name /
-                                           "cgroup.procs")]
+                                           "cgroup.procs"), *cpu]
     go_r, go_w = os.pipe()
     child = os.fork()
     if child == 0:  # waits until placed, then exits

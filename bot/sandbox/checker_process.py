@@ -1,0 +1,84 @@
+"""A process that judges code checks for the sandbox service, one request at a time.
+
+The judges (`content.checkers`) are pure Python and bound their own work, but their input
+comes from a process that ran learner code. Whatever a crafted record makes a judge do, it
+must cost only that record's verdict: so judging runs here, under an address-space limit,
+and the service (`checker_pool`) kills and replaces a process that misses its deadline.
+
+On stdin and stdout, 4-byte big-endian length-prefixed JSON:
+in {"checker", "salt", "observations"}; out {"report": {...}} or {"malformed": reason}.
+A MemoryError is answered {"failed": reason}, and the process then exits: its heap may be
+in any state.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+
+MIB = 1 << 20
+
+
+def _read_exactly(stream, size: int) -> bytes | None:
+    data = stream.read(size)
+    return data if data is not None and len(data) == size else None
+
+
+def _write(stream, message: dict) -> None:
+    body = json.dumps(message, separators=(",", ":")).encode()
+    stream.write(len(body).to_bytes(4, "big") + body)
+    stream.flush()
+
+
+def answer(request: dict) -> dict:
+    """One verdict, or why the record could not be judged."""
+    from content import checkers
+    from content.checkers._trace import Malformed
+
+    if not isinstance(request, dict):
+        return {"malformed": "the request was not a JSON object"}
+    name, salt = request.get("checker"), request.get("salt")
+    if name not in checkers.NAMES or isinstance(salt, bool) or not isinstance(salt, int):
+        return {"malformed": "the request named no checker"}
+    try:
+        return {"report": checkers.load(name).judge(request.get("observations"), salt)}
+    except (Malformed, ValueError, TypeError, KeyError, IndexError, AttributeError,
+            RecursionError) as exc:
+        return {"malformed": str(exc)[:300] or type(exc).__name__}
+
+
+def serve(stdin, stdout) -> None:
+    while (header := _read_exactly(stdin, 4)) is not None:
+        body = _read_exactly(stdin, int.from_bytes(header, "big"))
+        if body is None:
+            return
+        try:
+            reply = answer(json.loads(body))
+        except MemoryError:
+            _write(stdout, {"failed": "memory"})
+            return
+        except (ValueError, RecursionError):
+            reply = {"malformed": "the record was not valid JSON"}
+        _write(stdout, reply)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--memory-mb", type=int, default=512)
+    args = parser.parse_args(argv)
+    limit = args.memory_mb * MIB
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    from content import checkers
+
+    for name in checkers.NAMES:  # imported before the first request, not during it
+        checkers.load(name)
+    sys.stdout.buffer.write(b"\0\0\0\0")  # ready: an empty frame
+    sys.stdout.buffer.flush()
+    serve(sys.stdin.buffer, sys.stdout.buffer)
+
+
+if __name__ == "__main__":
+    main()
