@@ -1,11 +1,11 @@
 """Locking a forked child in before any learner code runs.
 
 The child (pid 1 of fresh pid, mount, net, ipc and uts namespaces, still real root) builds
-a read-only root that holds only the Python and torch runtime, pivots into it, enters a
-user namespace where its root is the unprivileged `nobody` outside, then sheds every
-capability, file descriptor and environment variable, applies rlimits and a seccomp
-filter. The namespaces and mounts belong to the host's user namespace, so even root
-inside the sandbox's own user namespace cannot change them.
+a read-only root that holds only the Python and torch runtime, pivots into it, becomes the
+unprivileged `nobody` on the host and only then makes its user namespace (whose root is
+that `nobody`), then sheds every capability, file descriptor and environment variable,
+applies rlimits and a seccomp filter. The namespaces and mounts belong to the host's user
+namespace, so even root inside the sandbox's own user namespace cannot change them.
 """
 
 from __future__ import annotations
@@ -24,6 +24,11 @@ from bot.sandbox.protocol import Limits
 ROOT_CANDIDATES = ("/mnt", "/srv", "/media", "/opt", "/boot")
 DEVICES = ("null", "zero", "full", "random", "urandom")
 SANDBOX_UID = 65534  # nobody
+# Set before the user namespace is made, which records them as its own maxima: caps on
+# what all of `nobody`'s processes together (every run) may hold, as the kernel counts.
+NAMESPACE_RLIMITS = ((resource.RLIMIT_SIGPENDING, 1024), (resource.RLIMIT_MSGQUEUE, 0),
+                     (resource.RLIMIT_MEMLOCK, 0))
+RUN_SIGPENDING = 64  # one run's queued signals: a hostile run leaves others their share
 WORKDIR = "/code"  # the learner's empty, writable working directory
 
 
@@ -112,8 +117,22 @@ def _gpu_devices() -> tuple[str, ...]:
     return tuple(sorted(n for n in os.listdir("/dev") if n.startswith("nvidia")))
 
 
+def become_sandbox_user() -> None:
+    """Become `nobody` on the host before the user namespace is made. The kernel charges
+    what a namespace's users hold (inotify instances, queued signals, message queue bytes,
+    processes) to the namespace's creator as well: that must never be host root."""
+    for limit, value in NAMESPACE_RLIMITS:
+        resource.setrlimit(limit, (value, value))
+    os.setgroups([])  # root's supplementary groups must not come along
+    os.setresgid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID)
+    os.setresuid(SANDBOX_UID, SANDBOX_UID, SANDBOX_UID)
+    # Whatever fs.suid_dumpable made of that: no other `nobody` process may attach.
+    sc.prctl(sc.PR_SET_DUMPABLE, 0)
+
+
 def write_id_maps(pid: int) -> None:
-    """From the parent: the child's root becomes `nobody` outside its user namespace."""
+    """From the parent (host root, so allowed although the child is no longer dumpable):
+    `nobody`, the namespace's creator, is its root inside."""
     Path(f"/proc/{pid}/setgroups").write_text("deny")
     Path(f"/proc/{pid}/uid_map").write_text(f"0 {SANDBOX_UID} 1")
     Path(f"/proc/{pid}/gid_map").write_text(f"0 {SANDBOX_UID} 1")
@@ -142,7 +161,7 @@ def lock_down(limits: Limits, keep_fds: tuple[int, ...], data_now: int) -> None:
         (resource.RLIMIT_NOFILE, limits.open_files),
         (resource.RLIMIT_CORE, 0),
         (resource.RLIMIT_NPROC, max(limits.pids, 64)),
-        (resource.RLIMIT_MEMLOCK, 0),
+        (resource.RLIMIT_SIGPENDING, RUN_SIGPENDING),
     ):
         resource.setrlimit(limit, (value, value))
     sc.prctl(sc.PR_SET_DUMPABLE, 0)

@@ -1,9 +1,12 @@
 """A seccomp filter (libseccomp, through ctypes) for learners' code.
 
 Allow by default, deny what a training loop never needs: debugging other processes,
-(re)mounting and new namespaces, kernel keyrings, BPF, module and kexec loading, and any
-socket that is not a local Unix socket. Denied calls fail with EPERM, so learners see a
-clear Python error rather than a killed process.
+(re)mounting and new namespaces, kernel keyrings, BPF, module and kexec loading, any socket
+that is not a local Unix socket, and what reaches past the sandbox into the host: kernel
+objects counted per user up to the host (inotify, fanotify, POSIX message queues) and
+flushing the host's filesystems. Denied calls fail with EPERM, so learners see a clear
+Python error rather than a killed process. Calls that could only matter to the host
+here are answered "done" without running (FAKED).
 """
 
 from __future__ import annotations
@@ -25,11 +28,26 @@ DENIED = (
     "reboot", "swapon", "swapoff", "acct", "settimeofday", "clock_settime", "adjtimex",
     "syslog", "quotactl", "lookup_dcookie", "open_by_handle_at", "name_to_handle_at",
     "io_uring_setup", "io_uring_enter", "io_uring_register", "personality",
-    "setpriority", "sched_setscheduler", "ioprio_set",
+    "setpriority", "sched_setscheduler", "sched_setattr", "ioprio_set", "clock_adjtime",
+    "quotactl_fd", "vhangup",
+    # Counted per user, and up the chain to whoever made the user namespace.
+    "inotify_init", "inotify_init1", "inotify_add_watch", "fanotify_init", "fanotify_mark",
+    "mq_open",
+    # sync flushes every filesystem of the host, syncfs the host's disk behind /usr.
+    "sync", "syncfs",
+    # Secret memory splits the kernel's direct map; cachestat tells which host files other
+    # processes have read lately.
+    "memfd_secret", "cachestat",
 )
+# Succeed without running. The sandbox writes only to tmpfs, where these do nothing, but
+# on a host file opened read-only fsync still flushes the host disk's cache (once per
+# call), sync_file_range starts the host's writeback, and fadvise(DONTNEED) empties the
+# page cache of files every run and the host read (torch's libraries).
+FAKED = ("fsync", "fdatasync", "sync_file_range", "fadvise64")
 
 SCMP_ACT_ALLOW = 0x7FFF0000
-SCMP_CMP_NE, SCMP_CMP_MASKED_EQ = 1, 7
+SCMP_CMP_NE, SCMP_CMP_EQ, SCMP_CMP_MASKED_EQ = 1, 4, 7
+F_SETPIPE_SZ = 1031
 
 
 def _errno_action(code: int) -> int:
@@ -71,20 +89,24 @@ def install() -> None:
     ctx = lib.seccomp_init(SCMP_ACT_ALLOW)
     if not ctx:
         raise OSError("seccomp_init failed")
-    deny = _errno_action(errno.EPERM)
 
-    def rule(name: str, *conditions: tuple[int, int, int, int]) -> None:
+    def rule(name: str, *conditions: tuple[int, int, int, int],
+             action: int = _errno_action(errno.EPERM)) -> None:
         number = lib.seccomp_syscall_resolve_name(name.encode())
-        if number < 0:  # not a syscall on this architecture
+        if number < 0:  # not a syscall on this architecture (or this libseccomp)
             return
         array = (_ArgCmp * max(1, len(conditions)))(*[_ArgCmp(*c) for c in conditions])
-        result = lib.seccomp_rule_add_array(ctx, deny, number, len(conditions), array)
+        result = lib.seccomp_rule_add_array(ctx, action, number, len(conditions), array)
         if result < 0:
             raise OSError(-result, f"seccomp rule for {name} failed")
 
     try:
         for name in DENIED:
             rule(name)
+        for name in FAKED:
+            rule(name, action=_errno_action(0))  # returns 0 and skips the call
+        # Bigger pipes come out of one per-user allowance that every run shares.
+        rule("fcntl", (1, SCMP_CMP_EQ, F_SETPIPE_SZ, 0))
         # Own rlimits can only be lowered (hard = soft, no CAP_SYS_RESOURCE); nobody
         # else's can be touched at all.
         rule("prlimit64", (0, SCMP_CMP_NE, 0, 0))
@@ -95,10 +117,7 @@ def install() -> None:
         # so it answers ENOSYS and glibc falls back to clone, whose flags we can see.
         for flag in _namespace_flags():
             rule("clone", (0, SCMP_CMP_MASKED_EQ, flag, flag))
-        number = lib.seccomp_syscall_resolve_name(b"clone3")
-        if number >= 0:
-            lib.seccomp_rule_add_array(ctx, _errno_action(errno.ENOSYS), number, 0,
-                                       (_ArgCmp * 1)())
+        rule("clone3", action=_errno_action(errno.ENOSYS))
         result = lib.seccomp_load(ctx)
         if result < 0:
             raise OSError(-result, "seccomp_load failed")

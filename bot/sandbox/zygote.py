@@ -113,16 +113,15 @@ class Zygote:
             os.setsid()
             sc.unshare(NAMESPACES)
             jail.build_root(self.limits, gpu)
-            os.setgroups([])  # root's supplementary groups must not come along
+            # From here on the host sees `nobody`, which also creates (and so is charged
+            # for) the user namespace; the zygote maps it to root inside.
+            jail.become_sandbox_user()
+            # The uid change cleared this; a zygote gone before it fails the write below.
+            sc.prctl(sc.PR_SET_PDEATHSIG, signal.SIGKILL)
             sc.unshare(sc.CLONE_NEWUSER)
             os.write(sync_w, b"M")
             if read_exactly(go_r, 1) != b"G":
                 os._exit(71)
-            # Become the namespace's root, which is `nobody` outside: from here on the
-            # host sees an unprivileged user.
-            os.setresgid(0, 0, 0)
-            os.setresuid(0, 0, 0)
-            sc.prctl(sc.PR_SET_PDEATHSIG, signal.SIGKILL)  # a uid change cleared it
             keep = (go_r, result_w, out_w, err_w)
             jail.lock_down(self.limits, (sync_w, *keep), self.data_now)
             os.write(sync_w, b"R")
