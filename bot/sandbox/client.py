@@ -192,8 +192,11 @@ class SandboxClient:
         future = asyncio.get_running_loop().create_future()
         self._pending[request_id] = (request, future)
         try:
-            self._writer.write(encode({**request, "id": request_id}))
-            await self._writer.drain()
+            # A connection the shared service just closed (idle) fails here; the reply
+            # reader sees the close too, reconnects and sends what is pending again.
+            with contextlib.suppress(ConnectionError):
+                self._writer.write(encode({**request, "id": request_id}))
+                await self._writer.drain()
             return await asyncio.wait_for(asyncio.shield(future), deadline_s)
         except TimeoutError:
             log.error("sandbox gave no reply within %.0f s; the run is given up", deadline_s)

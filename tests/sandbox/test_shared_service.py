@@ -124,10 +124,11 @@ async def shared(tmp_path_factory):
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def narrow(tmp_path_factory):
-    """One slot, few connections, and a judge deadline no record can meet."""
+    """One slot, few connections closed when idle for 2 s, and a judge deadline no record
+    can meet."""
     service = await _start(tmp_path_factory.mktemp("narrow"), "--parallel", "1",
                      "--connections", json.dumps({"max_connections": 6, "first_line_s": 300,
-                                                 "drain_s": 2}),
+                                                 "drain_s": 2, "idle_s": 2}),
                      "--checkers", json.dumps({"timeout_s": 0.001}))
     try:
         yield service
@@ -191,6 +192,7 @@ async def test_a_correct_answer_gets_its_verdict_while_six_learners_attack(share
         await asyncio.gather(*attackers, return_exceptions=True)
         for bot in bots:
             await bot.stop()
+    print(f"honest verdict under attack after {waited:.1f} s")  # shown with pytest -s
     assert honest["report"]["passed"] is True, honest
     assert waited < 20, f"the honest verdict took {waited:.1f} s"
     assert shared.process.poll() is None
@@ -322,6 +324,18 @@ async def test_a_client_that_leaves_gives_its_slot_back(narrow):
     await wait_until(lambda: not sleeping_child(narrow.process.pid), timeout_s=8,
                      what="the leaver's child to be killed")
     await _still_serves(narrow)
+
+
+async def test_a_bot_whose_idle_connection_was_closed_reconnects(narrow):
+    client = narrow.client()
+    await client.start()
+    try:
+        await wait_until(lambda: client._restarts >= 1 and client._writer is not None,
+                         what="the idle connection closed, and a new one")
+        result = await client.run("print('back')", learner="returning")
+        assert (result["status"], result["stdout"]) == (OK, "back\n"), result
+    finally:
+        await client.stop()
 
 
 async def _still_serves(service: Service) -> None:
