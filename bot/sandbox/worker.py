@@ -1,9 +1,11 @@
 """The sandbox service: takes submissions, runs each in a jailed child, decides the verdict.
 
 Run as `python -m bot.sandbox.worker` (JSON lines on stdin/stdout; bot.sandbox.client speaks
-to it) or through `tutor sandbox serve` on a socket. Three kinds of process:
+to it) or through `tutor sandbox serve` on a socket. Four kinds of process:
 - this service: holds submissions, never runs learner code and never forks a jailed child;
-  it decides each status (`verdict`) and judges code checks (`content.checkers`);
+  it decides each status (`verdict`);
+- a few checker processes (`checker_pool`): judge code checks (`content.checkers`) under a
+  memory limit and a deadline per verdict;
 - the zygote (`bot.sandbox.zygote`, started by exec with a clean environment): imports
   torch once and forks jailed children, but never sees a submission;
 - one jailed child per submission; the zygote reaps it and tells this service how it
@@ -174,7 +176,7 @@ class ForkServer:
 
     async def execute(self, submission: dict, learner: str) -> dict:
         """Exactly one result for every submission, whatever it holds. `learner`: whose it
-        is (the request's key, else its connection's), for fair admission."""
+        is (`service.learner_key`), for fair admission."""
         try:
             async with self.admission.turn(learner):
                 return await self._execute(submission)
