@@ -73,7 +73,11 @@ class Connection:
             reply = self.server.info()
         else:
             reply = await self.server.execute(request, learner_key(request))
-        await self.write(encode({**reply, "id": request.get("id")}))
+        try:
+            await self.write(encode({**reply, "id": request.get("id")}))
+        except ConnectionError:  # it left, or stopped reading: nothing more for it
+            self.closed.set()
+            return
         self.last_active = time.monotonic()
 
     async def serve(self) -> None:
