@@ -40,10 +40,6 @@ class Admission:
         self._learners: set[str] = set()
         self._waiting = 0
 
-    @property
-    def active(self) -> int:
-        return len(self._learners)
-
     @contextlib.asynccontextmanager
     async def turn(self, learner: str) -> AsyncIterator[None]:
         """Hold `learner`'s place from now to the verdict, and a slot while inside."""

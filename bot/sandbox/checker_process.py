@@ -18,6 +18,9 @@ import json
 import resource
 import sys
 
+from content import checkers
+from content.checkers._trace import Malformed
+
 MIB = 1 << 20
 
 
@@ -34,9 +37,6 @@ def _write(stream, message: dict) -> None:
 
 def answer(request: dict) -> dict:
     """One verdict, or why the record could not be judged."""
-    from content import checkers
-    from content.checkers._trace import Malformed
-
     if not isinstance(request, dict):
         return {"malformed": "the request was not a JSON object"}
     name, salt = request.get("checker"), request.get("salt")
@@ -71,8 +71,6 @@ def main(argv: list[str] | None = None) -> None:
     limit = args.memory_mb * MIB
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    from content import checkers
-
     for name in checkers.NAMES:  # imported before the first request, not during it
         checkers.load(name)
     sys.stdout.buffer.write(b"\0\0\0\0")  # ready: an empty frame

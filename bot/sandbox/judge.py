@@ -31,20 +31,18 @@ STOPPED = {
 def report_from(result: dict) -> CodeReport:
     """A sandbox result (run in `check` mode) as the engine's CodeReport. A result's
     `error` and `stderr` are text the learner's code can write (the jailed child reports
-    its own error): the feedback quotes them as code. The checker's own lines (which
-    quote the learner already) and stdout lose only what no front end may show."""
+    its own error): the feedback quotes them as code. The report's lines (the checker's
+    and the service's, which quote the learner already) and stdout lose only what no
+    front end may show."""
     status, stdout = result.get("status"), plain(result.get("stdout") or "")
-    learner_text = result.get("error")
     if "report" in result:  # the checker ran to the end (the learner's code may have raised)
         report = result["report"]
-        # A passing check of a run that failed carries the run's error instead (worker).
-        feedback = tuple(code_span(text) if text == learner_text else plain(text)
-                         for text in report.get("feedback", ()))
+        feedback = tuple(plain(text) for text in report.get("feedback", ()))
         return CodeReport(report.get("status", OK), bool(report.get("passed")),
                           tuple(report.get("mistakes", ())), feedback, stdout)
     if status in STOPPED:
         return CodeReport(status, False, (), (STOPPED[status],), stdout)
-    detail = learner_text or result.get("stderr")
+    detail = result.get("error") or result.get("stderr")
     said = code_span(detail) if detail else "it could not run"
     if status == REFUSED:
         return CodeReport(status, False, (), (f"Your code was not run: {said}",), stdout)

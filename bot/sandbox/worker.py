@@ -32,11 +32,13 @@ from bot.sandbox import cgroups as cgroup_limits
 from bot.sandbox.admission import Admission, Busy, default_slots
 from bot.sandbox.cgroups import Cgroups
 from bot.sandbox.checker_pool import CheckerPool, JudgeFailed, PoolLimits
+from bot.sandbox.loop_io import ready
 from bot.sandbox.protocol import ERROR, OK, Limits, busy, failed, refused
 from bot.sandbox.service import ConnectionLimits, serve_socket, serve_stdio
 from bot.sandbox.verdict import Ending, decide
 from bot.sandbox.zygote_control import Zygote, ZygoteGone
 from content import checkers
+from content.safe_text import code_span
 
 log = logging.getLogger("sandbox.worker")
 DISCARD_WAIT_S = 10.0  # how long a stop waits for the zygote to report a killed child
@@ -328,25 +330,20 @@ class ForkServer:
         except JudgeFailed as exc:
             return {**result, "status": ERROR, "error": str(exc)}
         if result["status"] != OK and report.get("passed") is not False:
+            error = result.get("error")  # the child's own words: quoted as code
             report = {**report, "status": ERROR, "passed": False,
-                      "feedback": [result.get("error") or "the program failed"]}
+                      "feedback": [code_span(error) if error else "the program failed"]}
         return {**result, "report": report}
 
 
 async def _send(fd: int, payload: bytes) -> None:
     """The submission to its child, without blocking the loop on a full pipe."""
-    loop = asyncio.get_running_loop()
     data = memoryview(len(payload).to_bytes(4, "little") + payload)
     while data:
         try:
             data = data[os.write(fd, data):]
         except BlockingIOError:
-            writable = loop.create_future()
-            loop.add_writer(fd, lambda f=writable: f.done() or f.set_result(None))
-            try:
-                await writable
-            finally:
-                loop.remove_writer(fd)
+            await ready(fd, write=True)
         except (BrokenPipeError, OSError):  # the child died first: its status says why
             return
 

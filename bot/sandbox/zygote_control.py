@@ -17,6 +17,7 @@ import subprocess
 import sys
 
 from bot.sandbox.client import PROJECT_ROOT
+from bot.sandbox.loop_io import ready
 from bot.sandbox.protocol import Limits
 
 log = logging.getLogger("sandbox.worker")
@@ -71,14 +72,8 @@ class Zygote:
 
     async def _read(self, control: socket.socket) -> None:
         """Route the zygote's messages: replies to our requests, and child exits."""
-        loop = asyncio.get_running_loop()
         while True:
-            readable = loop.create_future()
-            loop.add_reader(control, lambda f=readable: f.done() or f.set_result(None))
-            try:
-                await readable
-            finally:
-                loop.remove_reader(control)
+            await ready(control)
             try:
                 message, fds, _, _ = socket.recv_fds(control, 4096, 4)
             except BlockingIOError:

@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterable
 
 from content.checkers._trace import Malformed
+from content.safe_text import code_span
 
 Finding = tuple[str | None, str]  # (mistake id or None, feedback)
 
@@ -56,8 +57,6 @@ def error_result(error, explained: Finding | None = None) -> dict:
     """The result for code that raised. `explained`: what the error means in this exercise
     (a mistake id or None, and plain words), told before torch's own message. The type and
     message are the learner's (any exception, any text): the feedback quotes them as code."""
-    from content.safe_text import code_span
-
     if not isinstance(error, dict):
         raise Malformed("error detail")
     kind, message, line = (str(error.get("type"))[:100], str(error.get("message"))[:2000],
