@@ -14,7 +14,7 @@ from datetime import date, datetime, timedelta
 
 import sqlalchemy as sa
 
-from scheduler.models import GuildSettings, Learner, ReviewLog
+from scheduler.storage.models import GuildSettings, Learner, ReviewLog
 from scheduler.studyday import resolve_zone
 
 log_t = ReviewLog.__table__

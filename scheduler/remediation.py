@@ -1,6 +1,6 @@
 """Remediation: an answer that shows a misconception brings the learner's other cards on the
-same mistake id forward, within bounds. Pure; the engine (bot/tutor.py) and the learning
-simulation (bot/sim/) both decide with these functions.
+same mistake id forward, within bounds. Pure; the engine (bot/engine/tutor.py) and the learning
+simulation (bot/bench/sim/) both decide with these functions.
 
 - A card the learner has met gets a *remedy* on ``today + REMEDY_DELAY_DAYS``: served after
   the day's due reviews and new cards, before rule-7 drills, graded and logged but moving no

@@ -21,7 +21,7 @@ from datetime import date, datetime, timedelta
 from typing import Protocol
 
 from scheduler.choice import resolve
-from scheduler.models import Learner
+from scheduler.storage.models import Learner
 from scheduler.studyday import day_start, resolve_zone, study_day
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """A card's schedule derived from its review log alone, for either scheduler.
 
-Every graded review keeps SM-2 and FSRS states side by side (bot/tutor.py `_finish`), so
+Every graded review keeps SM-2 and FSRS states side by side (bot/engine/tutor.py `_finish`), so
 switching schedulers changes only which due day counts. This module is the log-side
 definition of those states: the migration that added FSRS (0007) derived existing cards'
 FSRS states with it, and tests hold the live states to it, so a switch (and a switch back)

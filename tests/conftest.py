@@ -6,10 +6,10 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from bot.tutor import Tutor
+from bot.engine.tutor import Tutor
 from content.loader import DeckLibrary
-from scheduler.db import make_engine, sqlite_url, upgrade
-from scheduler.store import Store
+from scheduler.storage.db import make_engine, sqlite_url, upgrade
+from scheduler.storage.store import Store
 from tests.helpers.clock import FakeClock
 from tests.helpers.paths import FIXTURES
 

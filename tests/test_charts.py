@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
-from bot import charts
+from bot.discord_ui import charts
 from tests.helpers.paths import REPO
 
 END = date(2026, 12, 2)
@@ -148,6 +148,6 @@ def test_renders_are_deterministic_and_thread_safe():
 
 
 def test_module_does_not_import_pyplot():
-    code = ("import sys, bot.charts; "
+    code = ("import sys, bot.discord_ui.charts; "
             "assert 'matplotlib.pyplot' not in sys.modules, 'pyplot imported'")
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, timeout=60)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from content.loader import load_deck
 from content.schema import json_schema
-from scheduler.db import head_revision
+from scheduler.storage.db import head_revision
 from tests.helpers.paths import REPO
 
 
@@ -97,7 +97,7 @@ def test_a_blank_token_in_dotenv_counts_as_missing(tmp_path):
 
 
 def test_the_bot_process_never_imports_torch():
-    probe = ("import sys, bot.__main__, bot.discord_ui.client, bot.console, bot.sandbox.client,"
+    probe = ("import sys, bot.cli.main, bot.discord_ui.client, bot.terminal, bot.sandbox.client,"
              " bot.bench; print('torch' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                             cwd=REPO, timeout=60)

@@ -1,4 +1,5 @@
-"""Decks a server brings (`bot.decks`): upload checks, versions, sharing, serving, export."""
+"""Decks a server brings (`bot.engine.community_decks`): upload checks, versions, sharing,
+serving, export."""
 
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ import zipfile
 import pytest
 import yaml
 
-from bot.decks import CommunityDecks, DeckRejected, Draft, Uploaded
-from bot.play import Play
-from bot.tutor import Tutor, TutorError
+from bot.engine.community_decks import CommunityDecks, DeckRejected, Draft, Uploaded
+from bot.engine.play import Play
+from bot.engine.tutor import Tutor, TutorError
 from content.loader import parse_deck
-from scheduler.db import make_engine
-from scheduler.store import Store
+from scheduler.storage.db import make_engine
+from scheduler.storage.store import Store
 from tests.helpers.paths import REPO
 
 GUILD, OTHER = 1001, 2002

@@ -11,7 +11,7 @@ import sys
 import pexpect
 import pytest
 
-from bot.console import Console
+from bot.terminal import Console
 from tests.helpers.console import letter_of, letters, shown_letters
 from tests.helpers.paths import REPO
 from tests.helpers.records import RIGHT

@@ -6,7 +6,7 @@ import re
 
 import yaml
 
-from bot.__main__ import build_parser
+from bot.cli.main import build_parser
 from tests.helpers.paths import REPO
 
 

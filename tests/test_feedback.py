@@ -1,10 +1,10 @@
-"""What a learner is told, decided once for both front ends (`bot.feedback`)."""
+"""What a learner is told, decided once for both front ends (`bot.engine.feedback`)."""
 
 from __future__ import annotations
 
 from datetime import date, timedelta
 
-from bot.feedback import feedback, numbered_code, when
+from bot.engine.feedback import feedback, numbered_code, when
 from tests.helpers.records import RIGHT
 
 TODAY = date(2026, 12, 2)

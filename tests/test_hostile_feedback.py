@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-import bot.__main__ as cli
-from bot.console import Console
-from bot.tutor import Tutor
+import bot.cli.main as cli
+from bot.engine.tutor import Tutor
+from bot.terminal import Console
 from tests.helpers.hostile import SAFE_LINE, invisible, judge, sandbox_result
 
 

@@ -1,4 +1,4 @@
-"""The learning simulation (bot/sim/): memory model, learner, policies (SM-2 or FSRS, with or
+"""The learning simulation (bot/bench/sim/): memory model, learner, policies (SM-2 or FSRS, with or
 without remediation), and the direct driver held to the real engine's decisions."""
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from datetime import date
 import pytest
 
 from bot.bench.learning import run_learning
-from bot.sim.deck import SimCard, Slot, sim_cards
-from bot.sim.engine_policy import EnginePolicy
-from bot.sim.learner import Answer, LearnerModel, Profile, SimLearner
-from bot.sim.memory import FSRS45_WEIGHTS as W
-from bot.sim.memory import Memory, retrievability
-from bot.sim.policies import POLICIES, Pick, SimSchedule, naive_quality, ours_quality
-from bot.sim.run import SimConfig, percentile, simulate
+from bot.bench.sim.deck import SimCard, Slot, sim_cards
+from bot.bench.sim.engine_policy import EnginePolicy
+from bot.bench.sim.learner import Answer, LearnerModel, Profile, SimLearner
+from bot.bench.sim.memory import FSRS45_WEIGHTS as W
+from bot.bench.sim.memory import Memory, retrievability
+from bot.bench.sim.policies import POLICIES, Pick, SimSchedule, naive_quality, ours_quality
+from bot.bench.sim.run import SimConfig, percentile, simulate
 from content.loader import DeckLibrary
 from scheduler.fsrs_review import review_fsrs
 from scheduler.remediation import REMEDIES_PER_DAY, REMEDIES_PER_MISTAKE, REMEDY_DELAY_DAYS

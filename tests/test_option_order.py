@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from bot.feedback import lettered, shown
-from bot.play import Play
-from bot.served import Served
+from bot.engine.feedback import lettered, shown
+from bot.engine.play import Play
+from bot.engine.served import Served
 from content.schema import Option
 from tests.helpers.records import RIGHT
 

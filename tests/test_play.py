@@ -1,13 +1,13 @@
-"""Cards in play (`bot.play`): a stored served card from serve to review, and learners'
-settings (`bot.learners`), driven as the Discord layer drives them."""
+"""Cards in play (`bot.engine.play`): a stored served card from serve to review, and learners'
+settings (`bot.engine.learners`), driven as the Discord layer drives them."""
 
 from __future__ import annotations
 
 import pytest
 
-from bot.learners import BadSetting, Learners
-from bot.play import Finished, Gone, NotYours, Play
-from bot.tutor import AlreadyCounted, InvalidAnswer
+from bot.engine.learners import BadSetting, Learners
+from bot.engine.play import Finished, Gone, NotYours, Play
+from bot.engine.tutor import AlreadyCounted, InvalidAnswer
 
 RIGHT = {"method": "zero_grad"}
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 
-from bot.learners import Learners
-from bot.servers import Servers
-from bot.tutor import Tutor
+from bot.engine.learners import Learners
+from bot.engine.servers import Servers
+from bot.engine.tutor import Tutor
 from content.loader import DeckLibrary, parse_deck
 from scheduler.remediation import (
     REMEDIES_PER_DAY,

@@ -9,7 +9,6 @@ from zoneinfo import ZoneInfo
 import pytest
 import sqlalchemy as sa
 
-from scheduler.models import CardState, Learner
 from scheduler.reminders import (
     LEASE,
     DMClosed,
@@ -20,6 +19,7 @@ from scheduler.reminders import (
     next_reminder,
     reminder_hour,
 )
+from scheduler.storage.models import CardState, Learner
 from tests.helpers.records import record
 
 UTC0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -280,9 +280,9 @@ SWEEP_PROCESS = """
 import asyncio, json, os, signal, sys
 from datetime import datetime
 from pathlib import Path
-from scheduler.db import make_engine
+from scheduler.storage.db import make_engine
 from scheduler.reminders import ReminderSweep
-from scheduler.store import Store
+from scheduler.storage.store import Store
 
 url, now, outbox, crash = sys.argv[1], datetime.fromisoformat(sys.argv[2]), Path(sys.argv[3]), \\
     sys.argv[4] == "crash"
@@ -356,9 +356,9 @@ TWO_SWEEPERS = """
 import asyncio, json, sys
 from datetime import datetime
 from pathlib import Path
-from scheduler.db import make_engine
+from scheduler.storage.db import make_engine
 from scheduler.reminders import RateLimiter, ReminderSweep
-from scheduler.store import Store
+from scheduler.storage.store import Store
 
 url, now, outbox = sys.argv[1], datetime.fromisoformat(sys.argv[2]), Path(sys.argv[3])
 sent = []

@@ -11,16 +11,16 @@ import pytest
 import sqlalchemy as sa
 from fsrs import Rating
 
-from bot.learners import BadSetting, Learners
-from bot.served import Served
-from bot.servers import Servers
-from bot.tutor import Tutor
+from bot.engine.learners import BadSetting, Learners
+from bot.engine.served import Served
+from bot.engine.servers import Servers
+from bot.engine.tutor import Tutor
 from content.loader import DeckLibrary, parse_deck
 from scheduler.choice import DEFAULT_SCHEDULER
-from scheduler.db import downgrade, upgrade
 from scheduler.fsrs_review import FSRSState, rating_for, review_fsrs
-from scheduler.models import ReviewLog
 from scheduler.replay import LoggedReview, backfill_fsrs, replay, replayed_states
+from scheduler.storage.db import downgrade, upgrade
+from scheduler.storage.models import ReviewLog
 from tests.helpers.paths import FIXTURES
 from tests.helpers.records import RIGHT
 

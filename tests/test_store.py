@@ -18,7 +18,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy.dialects import sqlite
 from sqlmodel import SQLModel
 
-from scheduler.db import (
+from scheduler.storage.db import (
     current_revision,
     downgrade,
     head_revision,
@@ -26,9 +26,9 @@ from scheduler.db import (
     sqlite_url,
     upgrade,
 )
-from scheduler.models import CardState, ReviewLog, UTCDateTime
-from scheduler.prepared import bind_processor
-from scheduler.store import (
+from scheduler.storage.models import CardState, ReviewLog, UTCDateTime
+from scheduler.storage.prepared import bind_processor
+from scheduler.storage.store import (
     _LOG_COLUMNS,
     _STATE_COLUMNS,
     _STORED,
@@ -125,8 +125,8 @@ def test_forgetting_a_learner_removes_everything_of_theirs(store):
 
 WRITER = textwrap.dedent("""
     import sys
-    from scheduler.db import make_engine, upgrade
-    from scheduler.store import Store
+    from scheduler.storage.db import make_engine, upgrade
+    from scheduler.storage.store import Store
     from tests.helpers.records import NOW, record
     engine = make_engine(sys.argv[1])
     upgrade(engine)

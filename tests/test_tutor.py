@@ -8,8 +8,8 @@ from datetime import date, timedelta
 
 import pytest
 
-from bot.served import Served
-from bot.tutor import (
+from bot.engine.served import Served
+from bot.engine.tutor import (
     CodeReport,
     InvalidAnswer,
     NeedsSandbox,

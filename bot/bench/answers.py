@@ -17,12 +17,12 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bot.served import new_serve_id
-from bot.tutor import Tutor
+from bot.engine.served import new_serve_id
+from bot.engine.tutor import Tutor
 from content.loader import DeckLibrary
 from content.schema import ChoiceCard
-from scheduler.db import make_engine, sqlite_url, upgrade
-from scheduler.store import Store
+from scheduler.storage.db import make_engine, sqlite_url, upgrade
+from scheduler.storage.store import Store
 
 TARGET_RATIO = 0.45
 ROUNDS = 5

@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from scheduler import leaderboard as lb
-from scheduler.db import make_engine, sqlite_url, upgrade
-from scheduler.store import Store
+from scheduler.storage.db import make_engine, sqlite_url, upgrade
+from scheduler.storage.store import Store
 
 GUILD = 1234567890123456789
 LEARNERS = 10_000

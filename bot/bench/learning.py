@@ -1,9 +1,9 @@
 """Simulated learners under each scheduling policy: what they retain, at what cost.
 
 `tutor bench learning --json [-n LEARNERS]`: 1,000 learners (``-n``) study the bundled deck's
-multiple-choice and fill-in cards for 90 days under every policy in bot.sim.policies
+multiple-choice and fill-in cards for 90 days under every policy in bot.bench.sim.policies
 (sm2-ours, sm2-naive, fsrs, and each of them +remediation), seeded: the same seed gives the
-same numbers. The models and their parameters are in bot/sim/ (memory.py, learner.py) and are
+same numbers. The models and their parameters are in bot/bench/sim/ (memory.py, learner.py) and are
 reported with the run; "table" puts the policies' headline numbers side by side.
 """
 
@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import time
 
-from bot.sim.deck import sim_cards
-from bot.sim.learner import LearnerModel
-from bot.sim.memory import DECAY, FACTOR, FSRS45_WEIGHTS
-from bot.sim.policies import POLICIES
-from bot.sim.run import SimConfig, config_dict, simulate
+from bot.bench.sim.deck import sim_cards
+from bot.bench.sim.learner import LearnerModel
+from bot.bench.sim.memory import DECAY, FACTOR, FSRS45_WEIGHTS
+from bot.bench.sim.policies import POLICIES
+from bot.bench.sim.run import SimConfig, config_dict, simulate
 from content.loader import DeckLibrary
 
 MEMORY_MODEL = {
-    "name": "FSRS-4.5 DSR model, default weights (bot/sim/memory.py)",
+    "name": "FSRS-4.5 DSR model, default weights (bot/bench/sim/memory.py)",
     "curve": f"R(t) = (1 + {FACTOR:.6f} * t / S) ** {DECAY} (power curve, R(S) = 0.9)",
     "weights": list(FSRS45_WEIGHTS),
     "same_day": "only a card's first exposure of a study day moves S and D",
@@ -48,7 +48,7 @@ def run_learning(config: SimConfig, library: DeckLibrary | None = None,
         **config_dict(config),
         "cards": len(cards),
         "driver": "direct: scheduler/sm2.py, scheduler/fsrs_review.py, scheduler/grading.py "
-                  "and scheduler/remediation.py with bot/tutor.py's rules "
+                  "and scheduler/remediation.py with bot/engine/tutor.py's rules "
                   "(tests/test_learning_sim.py holds it to the engine's decisions, SM-2 and "
                   "FSRS, remediation on and off)",
         "memory_model": MEMORY_MODEL,

@@ -10,9 +10,9 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from scheduler.db import make_engine, sqlite_url, upgrade
 from scheduler.reminders import LEASE, RateLimiter, ReminderSweep
-from scheduler.store import Store
+from scheduler.storage.db import make_engine, sqlite_url, upgrade
+from scheduler.storage.store import Store
 
 LEARNERS = 100_000
 DUE_NOW = 1_000  # 1%: the learners whose reminder falls in this minute

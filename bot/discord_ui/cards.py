@@ -9,7 +9,7 @@ from discord import app_commands
 from bot.discord_ui.flow import CardFlow
 from bot.discord_ui.options import learner_command
 from bot.discord_ui.replies import reply
-from bot.servers import Servers
+from bot.engine.servers import Servers
 
 PRIVATE_ONLY = ("This server keeps cards private. An admin can allow public play with "
                 "**/server-settings public-play**.")

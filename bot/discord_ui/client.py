@@ -22,11 +22,11 @@ from bot.discord_ui.components import CARD_ITEMS, MODAL_TEMPLATE, handled
 from bot.discord_ui.flow import CardFlow
 from bot.discord_ui.reminders import ReminderButton, ReminderService
 from bot.discord_ui.replies import apologise, bound_acknowledgements, reply
+from bot.engine.code_judge import BackgroundSandbox
+from bot.engine.tutor import Tutor
 from bot.observability import HealthServer
 from bot.sandbox.client import SandboxClient
-from bot.sandbox.judge import BackgroundSandbox
 from bot.settings import DISCORD_API, DISCORD_GATEWAY
-from bot.tutor import Tutor
 
 log = logging.getLogger(__name__)
 
@@ -176,8 +176,8 @@ def run(settings) -> int:
     from datetime import UTC, datetime
 
     from content.loader import DeckLibrary
-    from scheduler.db import make_engine, upgrade
-    from scheduler.store import Store
+    from scheduler.storage.db import make_engine, upgrade
+    from scheduler.storage.store import Store
 
     if settings.discord_api_base_url != DISCORD_API or settings.discord_gateway_url != (
             DISCORD_GATEWAY):

@@ -8,13 +8,12 @@ import io
 import discord
 from discord import app_commands
 
-from bot import charts
-from bot.boards import Boards
-from bot.discord_ui import render
+from bot.discord_ui import charts, render
 from bot.discord_ui.components import handled
 from bot.discord_ui.flow import CardFlow
 from bot.discord_ui.replies import reply
-from bot.tutor import TutorError
+from bot.engine.boards import Boards
+from bot.engine.tutor import TutorError
 from content.safe_text import literal, markdown
 from scheduler import leaderboard as lb
 from scheduler.reminders import current_streak

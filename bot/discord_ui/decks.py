@@ -1,7 +1,7 @@
 """/deck: a server's admins upload, share, enable and export decks (issue 15).
 
-Every check of an upload is the engine's (bot/decks.py); this module refuses only what it
-must not even download, and formats what the engine returns or refuses.
+Every check of an upload is the engine's (bot/engine/community_decks.py); this module refuses
+only what it must not even download, and formats what the engine returns or refuses.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from datetime import UTC, datetime
 import discord
 from discord import app_commands
 
-from bot.decks import CommunityDecks, DeckRejected, DeckSummary, Draft, Uploaded
 from bot.discord_ui import render
 from bot.discord_ui.flow import CardFlow
 from bot.discord_ui.replies import reply
-from bot.served import Served
-from bot.tutor import TutorError
+from bot.engine.community_decks import CommunityDecks, DeckRejected, DeckSummary, Draft, Uploaded
+from bot.engine.served import Served
+from bot.engine.tutor import TutorError
 from content.safe_text import literal, markdown
 from content.schema import Deck
 from scheduler.sm2 import SM2State

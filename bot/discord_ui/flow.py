@@ -1,5 +1,6 @@
 """Playing cards in Discord: serve, answer, hint, code, next. A thin layer on the engine
-(`bot.play` keeps served cards and their attempts; `bot.learners` a learner's settings):
+(`bot.engine.play` keeps served cards and their attempts; `bot.engine.learners` a
+learner's settings):
 this module only turns clicks into calls and results into messages, and holds no state.
 """
 
@@ -16,11 +17,11 @@ import discord
 from bot.discord_ui import render
 from bot.discord_ui.components import CodeModal
 from bot.discord_ui.replies import reply
-from bot.feedback import when
-from bot.learners import Learners
-from bot.play import Finished, Play
-from bot.tutor import AlreadyCounted, StaleCard, Tutor, TutorError, Verdict
-from scheduler.models import Learner
+from bot.engine.feedback import when
+from bot.engine.learners import Learners
+from bot.engine.play import Finished, Play
+from bot.engine.tutor import AlreadyCounted, StaleCard, Tutor, TutorError, Verdict
+from scheduler.storage.models import Learner
 
 log = logging.getLogger(__name__)
 FENCED = re.compile(r"```(?:py|python|python3)?[ \t]*\n(?P<code>.*?)```", re.S | re.I)

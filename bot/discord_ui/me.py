@@ -11,9 +11,9 @@ from bot.discord_ui.components import handled
 from bot.discord_ui.flow import CardFlow
 from bot.discord_ui.options import learner_command, scheduler_choices, timezone_names
 from bot.discord_ui.replies import dm, reply
-from bot.learners import RANGES
-from bot.misconceptions import learner_mistakes
-from bot.tutor import TutorError
+from bot.engine.learners import RANGES
+from bot.engine.misconceptions import learner_mistakes
+from bot.engine.tutor import TutorError
 from scheduler import reminders as schedule
 
 
@@ -38,7 +38,7 @@ class ForgetButton(discord.ui.DynamicItem[discord.ui.Button],
 
 
 def _range(setting: str):
-    """The option's range as Discord's client offers it: the engine's own (bot.learners),
+    """The option's range as Discord's client offers it: the engine's own (bot.engine.learners),
     which it checks again, since a forged interaction can send anything."""
     low, high = RANGES[setting]
     return app_commands.Range[int, low, high]

@@ -10,7 +10,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.discord_ui.components import handled
 from bot.discord_ui.replies import CLOSED_DMS, retrying
-from bot.learners import Learners
+from bot.engine.learners import Learners
 from bot.observability import record_reminders
 from scheduler.reminders import DMClosed, Reminder
 

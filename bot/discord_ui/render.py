@@ -11,7 +11,7 @@ from datetime import date
 import discord
 
 from bot.discord_ui import components as c
-from bot.feedback import (
+from bot.engine.feedback import (
     KIND_LABEL,
     Feedback,
     card_text,
@@ -21,14 +21,14 @@ from bot.feedback import (
     shown,
     when,
 )
-from bot.misconceptions import OpenMistake
-from bot.served import Served
-from bot.tutor import MAX_ATTEMPTS, Progress, Verdict
+from bot.engine.misconceptions import OpenMistake
+from bot.engine.served import Served
+from bot.engine.tutor import MAX_ATTEMPTS, Progress, Verdict
 from content.loader import AnyCard
 from content.safe_text import clip, code_span, literal, markdown, plain
 from content.schema import ChoiceCard, FillInCard
 from scheduler.choice import SCHEDULERS, Choice
-from scheduler.models import Learner
+from scheduler.storage.models import Learner
 
 BLUE, GREEN, RED, GREY = 0x5865F2, 0x57F287, 0xED4245, 0x99AAB5
 

@@ -8,8 +8,8 @@ from discord import app_commands
 from bot.discord_ui.flow import CardFlow
 from bot.discord_ui.options import scheduler_choices, timezone_names
 from bot.discord_ui.replies import reply
-from bot.servers import WEEKDAYS, Servers
-from bot.tutor import TutorError
+from bot.engine.servers import WEEKDAYS, Servers
+from bot.engine.tutor import TutorError
 from scheduler.choice import SCHEDULERS, resolve
 
 DEFAULT = "default"

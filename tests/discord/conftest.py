@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.discord_ui.client import TutorBot
-from bot.tutor import Tutor
+from bot.engine.tutor import Tutor
 from content.loader import DeckLibrary
 
 

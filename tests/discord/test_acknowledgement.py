@@ -9,8 +9,8 @@ import pytest
 
 from bot.discord_ui.flow import CardFlow
 from bot.discord_ui.replies import ACK_FLOOR, ACK_WINDOW, ack_budget
-from bot.play import Gone
-from bot.tutor import Tutor
+from bot.engine.play import Gone
+from bot.engine.tutor import Tutor
 
 CREATED = datetime(2026, 12, 3, 10, 0, tzinfo=UTC)
 INTERACTION = discord.utils.time_snowflake(CREATED)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from bot.discord_ui.client import TutorBot
-from bot.tutor import CodeReport, Tutor
+from bot.engine.tutor import CodeReport, Tutor
 from tests.helpers.clock import store_now
 from tests.helpers.discord import custom_ids, verdict_message
 

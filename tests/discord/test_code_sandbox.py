@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.discord_ui.client import TutorBot
-from bot.sandbox.judge import BackgroundSandbox
+from bot.engine.code_judge import BackgroundSandbox
 from tests.helpers.discord import choose, custom_ids, pick_and_submit, verdict_message
 from tests.helpers.hostile import HOSTILE, assert_quoted
 

@@ -1,6 +1,7 @@
 """/deck: what an admin sees for each upload, good or refused, and the decks a server plays.
 
-The engine (bot/decks.py) does every check; these tests drive the real client against
+The engine (bot/engine/community_decks.py) does every check; these tests drive the real
+client against
 SimCord and assert the admin's view, and through the engine that a refusal stored nothing.
 """
 
@@ -12,9 +13,9 @@ import discord
 import pytest
 import simcord
 
-from bot.decks import CommunityDecks
 from bot.discord_ui.decks import show_embeds
-from bot.tutor import Tutor
+from bot.engine.community_decks import CommunityDecks
+from bot.engine.tutor import Tutor
 from content.loader import DeckLibrary, parse_deck
 from tests.helpers.clock import store_now
 from tests.helpers.discord import choose, learner_of

@@ -8,7 +8,7 @@ import discord
 import pytest
 
 from bot.discord_ui.client import TutorBot
-from bot.tutor import Tutor
+from bot.engine.tutor import Tutor
 from content.loader import DeckLibrary, parse_deck
 from tests.helpers.clock import store_now
 from tests.helpers.discord import choose, verdict_message

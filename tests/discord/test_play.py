@@ -7,7 +7,7 @@ import copy
 
 import sqlalchemy as sa
 
-from scheduler.served_store import served_t
+from scheduler.storage.served import served_t
 from tests.helpers.discord import (
     choose,
     custom_ids,

@@ -7,7 +7,7 @@ import discord
 import pytest
 
 from bot.discord_ui.client import TutorBot
-from bot.tutor import Tutor
+from bot.engine.tutor import Tutor
 from content.loader import DECKS_DIR, DeckLibrary
 from tests.helpers.paths import FIXTURES
 

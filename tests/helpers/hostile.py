@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from bot.sandbox.judge import report_from
+from bot.engine.code_judge import report_from
 from content.checkers._verdict import error_result
 
 # A masked link, a fake verdict and heading, mentions, a bidi override and isolate, a

@@ -1,4 +1,4 @@
-"""A bot process run against the offline Discord (`bot/offline_discord.py`)."""
+"""A bot process run against the offline Discord (`bot/bench/offline_discord.py`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 import signal
 from pathlib import Path
 
-from bot.offline_discord import InteractionRecord, OfflineDiscord
+from bot.bench.offline_discord import InteractionRecord, OfflineDiscord
 
 __all__ = ["BotProcess", "InteractionRecord", "OfflineDiscord"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
-from scheduler.store import ReviewRecord
+from scheduler.storage.store import ReviewRecord
 
 NOW = datetime(2026, 12, 2, 12, tzinfo=UTC)
 DAY = date(2026, 12, 2)

@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from bot.sandbox.judge import report_from
+from bot.engine.code_judge import report_from
 from bot.sandbox.protocol import ERROR, OK
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

@@ -69,7 +69,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.sandbox.judge import report_from
+from bot.engine.code_judge import report_from
 from bot.sandbox.protocol import ERROR, MEMORY, OK, OUTPUT_LIMIT, TIMEOUT
 from tests.helpers.paths import REPO
 from tests.sandbox.conftest import TEST_LIMITS

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.sandbox.judge import report_from
+from bot.engine.code_judge import report_from
 from bot.sandbox.protocol import ERROR, MEMORY, OUTPUT_LIMIT, REFUSED, TIMEOUT
 
 CHECKED = {"status": ERROR, "stdout": "hi\n", "report": {

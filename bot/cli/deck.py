@@ -1,0 +1,73 @@
+"""`tutor deck publish|list`: operators store a server's deck and see every deck."""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+
+def _tutor(args):
+    from bot.cli.main import _database_url, _library, _open_store
+    from bot.engine.tutor import Tutor
+
+    return Tutor(_open_store(_database_url(args.db)), _library(),
+                 clock=lambda: datetime.now(UTC))
+
+
+def cmd_deck_publish(args) -> int:
+    """Store FILE as the guild's deck, through the same checks as an upload in Discord."""
+    from bot.engine.community_decks import CommunityDecks, DeckRejected, Draft
+
+    path = Path(args.file)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        print(f"{path}: cannot read: {exc}", file=sys.stderr)
+        return 1
+    decks = CommunityDecks(_tutor(args))
+    try:
+        result = decks.upload(args.guild, path.name, data, uploaded_by="cli")
+        if isinstance(result, Draft):
+            print(f"{path} is a practice page: draft a deck from it with `tutor deck import`.",
+                  file=sys.stderr)
+            return 1
+        if args.public:
+            decks.publish(args.guild, result.deck_id, True)
+    except DeckRejected as exc:
+        print(f"{path}: {exc}", file=sys.stderr)
+        for problem in exc.problems:
+            print(f"{path}: {problem}")
+        return 1
+    print(f"Stored '{result.deck_id}' version {result.version} ({result.cards} cards) for "
+          f"guild {args.guild}{', published' if args.public else ''}.")
+    return 0
+
+
+def cmd_deck_list(args) -> int:
+    """Bundled and stored decks: id, owner, version, cards, public, removed."""
+    tutor = _tutor(args)
+    rows = [(d.id, "bundled", d.version, len(d.cards), "yes", "no")
+            for d in tutor.decks.bundled.decks.values()]
+    rows += [(r.deck_id, str(r.owner_guild_id), r.version, r.cards,
+              "yes" if r.public else "no", "yes" if r.removed else "no")
+             for r in tutor.store.stored_decks()]
+    table = [("id", "owner", "version", "cards", "public", "removed"), *rows]
+    widths = [max(len(str(row[i])) for row in table) for i in range(6)]
+    for row in table:
+        print("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+    return 0
+
+
+def add_commands(deck) -> None:
+    """Add `publish` and `list` to the `tutor deck` subcommands."""
+    publish = deck.add_parser("publish", help="store a deck file as a server's deck (the "
+                                              "upload checks apply)")
+    publish.add_argument("file", help="a .yaml deck file")
+    publish.add_argument("--guild", type=int, required=True, help="the owning server's id")
+    publish.add_argument("--public", action="store_true", help="also let any server enable it")
+    publish.add_argument("--db", help="SQLite file (default: $DATABASE_URL)")
+    publish.set_defaults(func=cmd_deck_publish)
+    listing = deck.add_parser("list", help="bundled and stored decks")
+    listing.add_argument("--db", help="SQLite file (default: $DATABASE_URL)")
+    listing.set_defaults(func=cmd_deck_list)

@@ -1,0 +1,402 @@
+"""The `tutor` command line (also `python -m bot`). With no command it starts practice."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+NO_TOKEN = (
+    "No Discord token: set DISCORD_TOKEN in the environment or in a .env file "
+    "(README: 'Running the Discord bot').\nTo practise without Discord: tutor practice"
+)
+
+
+def _settings():
+    from bot.settings import Settings
+
+    return Settings()
+
+
+def _database_url(db: str | None) -> str:
+    from scheduler.storage.db import sqlite_url
+
+    return sqlite_url(db) if db else _settings().database_url
+
+
+def _library(deck_id: str | None = None):
+    """Load the decks, or exit: 1 with every problem as file:line: message, 2 for an
+    unknown deck id."""
+    from content.loader import DeckError, DeckLibrary
+
+    try:
+        library = DeckLibrary.load()
+    except DeckError as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        sys.exit(1)
+    if deck_id and deck_id not in library.decks:
+        print(f"No deck '{deck_id}'. Decks: {', '.join(library.decks)}", file=sys.stderr)
+        sys.exit(2)
+    return library
+
+
+def _open_store(url: str):
+    from scheduler.storage.db import make_engine, upgrade
+    from scheduler.storage.store import Store
+
+    engine = make_engine(url)
+    upgrade(engine)
+    return Store(engine)
+
+
+def cmd_practice(args) -> int:
+    from bot.discord_ui.client import start_sandbox
+    from bot.engine.tutor import Tutor
+    from bot.terminal import Console
+
+    library = _library(args.deck)
+    topics = {t for card in library.cards(args.deck) for t in card.topics}
+    if args.topic and args.topic not in topics:
+        print(f"No topic '{args.topic}'. Topics: {', '.join(sorted(topics))}", file=sys.stderr)
+        return 2
+    tutor = Tutor(_open_store(_database_url(args.db)), library, clock=lambda: datetime.now(UTC))
+    settings = _settings()
+    sandbox = None if args.no_sandbox else start_sandbox(
+        tutor, settings.sandbox_address, settings.sandbox_allow_unbounded_memory)
+    name = args.learner or getpass.getuser() or "me"
+    learner = tutor.learner(f"local:{name}", display_name=name)
+    try:
+        return Console(tutor, learner, args.deck, topic=args.topic,
+                       scheduler=args.scheduler, remediation=args.remediation).run()
+    finally:
+        if sandbox:
+            sandbox.stop()
+
+
+def cmd_run(args) -> int:
+    from bot.observability import configure_logging
+
+    settings = _settings()
+    configure_logging(settings.log_level, settings.log_format)
+    if not settings.token:
+        print(NO_TOKEN, file=sys.stderr)
+        return 2
+    from bot.discord_ui.client import run
+
+    return run(settings)
+
+
+def _read_source(path: str) -> tuple[str | None, dict | None]:
+    """The file's text, or a `refused` result saying why it cannot be Python."""
+    from bot.sandbox.protocol import refused
+
+    try:
+        return Path(path).read_bytes().decode("utf-8"), None
+    except UnicodeDecodeError:
+        return None, refused("not valid UTF-8 text, so not Python source")
+    except OSError as exc:
+        return None, refused(f"cannot read {path}: {exc.strerror}")
+
+
+def _sandboxed(code: str, **options) -> dict:
+    """Run one submission on the shared sandbox service (SANDBOX_ADDRESS), or on a worker of
+    our own started for it."""
+    import asyncio
+    import getpass
+
+    from bot.sandbox.client import SandboxBusy, SandboxClient
+    from bot.sandbox.protocol import busy
+
+    settings = _settings()
+
+    async def once() -> dict:
+        # The shared service when there is one: a run (~0.1 s), not a torch import (~5 s).
+        client = SandboxClient(address=settings.sandbox_address,
+                               allow_unbounded_memory=settings.sandbox_allow_unbounded_memory)
+        await client.start()
+        try:
+            # One run at a time per user of this machine, as for a learner on Discord.
+            return await client.run(code, learner=f"cli:{getpass.getuser()}", **options)
+        except SandboxBusy as exc:
+            return busy(str(exc))
+        finally:
+            await client.stop()
+
+    return asyncio.run(once())
+
+
+def cmd_sandbox_run(args) -> int:
+    from bot.sandbox.protocol import OK
+
+    code, result = _read_source(args.file)
+    result = result or _sandboxed(code, device=args.device)
+    keys = ("status", "exit_code", "stdout", "stderr", "elapsed_ms")
+    report = {**{k: result.get(k) for k in keys},
+              **{k: result[k] for k in ("error", "line", "note", "device") if result.get(k)}}
+    if args.json:
+        print(json.dumps(report))
+    else:
+        sys.stdout.write(report["stdout"] or "")
+        sys.stderr.write(report["stderr"] or "")
+        if report.get("error"):
+            print(f"[{report['status']}] {report['error']}", file=sys.stderr)
+    return 0 if report["status"] == OK else 1
+
+
+def cmd_sandbox_serve(args) -> int:
+    """Run the sandbox worker as a service several bot processes share."""
+    import os
+
+    from bot.sandbox.client import PROJECT_ROOT, worker_environment
+
+    unbounded = ["--allow-unbounded-memory"] if _settings().sandbox_allow_unbounded_memory else []
+    os.chdir(PROJECT_ROOT)
+    tuning = [f"--{name}={value}" for name in ("limits", "parallel", "checkers", "connections")
+              if (value := getattr(args, name)) is not None]
+    os.execve(sys.executable, [sys.executable, "-m", "bot.sandbox.worker", "--listen",
+                               args.listen, "--mode", args.mode, *unbounded, *tuning],
+              worker_environment())
+
+
+def cmd_sandbox_doctor(args) -> int:
+    """What isolation holds on this host; exit 1 when the sandbox would run unbounded."""
+    from bot.sandbox import doctor
+
+    report = doctor.diagnose(Path(args.cgroup_root))
+    print(json.dumps(report) if args.json else doctor.render(report))
+    return 0 if report["bounded"] else 1
+
+
+def cmd_check(args) -> int:
+    """Judge a code answer for a code card, as the bot would."""
+    from bot.engine.code_judge import report_from
+    from content.schema import CodeCard
+
+    library = _library()
+    if not library.has_card(args.card) or not isinstance(library.card(args.card), CodeCard):
+        codes = [c.id for c in library.cards() if isinstance(c, CodeCard)]
+        print(f"No code card '{args.card}'. Code cards: {', '.join(codes)}", file=sys.stderr)
+        return 2
+    card = library.card(args.card)
+    code, result = _read_source(args.file)
+    result = result or _sandboxed(code, mode="check", checker=card.checker,
+                                  device=args.device)
+    report = report_from(result)
+    explained = [f"{m.title}: {m.explanation}"
+                 for m in (library.mistake(card.id, i) for i in report.mistakes)]
+    output = {"card": card.id, "status": report.status, "passed": report.passed,
+              "mistakes": list(report.mistakes), "feedback": [*report.feedback, *explained],
+              "stdout": report.stdout, "elapsed_ms": result.get("elapsed_ms")}
+    if args.json:
+        print(json.dumps(output))
+    else:
+        print(("PASSED" if report.passed else "NOT YET") + f" ({report.status})")
+        for line in output["feedback"]:
+            print(f"- {line}")
+    return 0 if report.passed else 1
+
+
+def cmd_deck_validate(args) -> int:
+    from content.loader import DeckError, deck_files, load_deck
+
+    problems, files = [], deck_files(args.paths)
+    for file in files:
+        try:
+            load_deck(file)
+        except DeckError as exc:
+            problems += exc.problems
+    for problem in problems:
+        print(problem)
+    if not problems:
+        print(f"{len(files)} deck file(s) valid.", file=sys.stderr)
+    return 1 if problems or not files else 0
+
+
+def cmd_deck_dump(args) -> int:
+    from content.schema import resolved
+
+    library = _library(args.deck)
+    decks = [library.deck(args.deck)] if args.deck else list(library.decks.values())
+    data = [resolved(deck) for deck in decks]
+    print(json.dumps(data[0] if args.deck else data, indent=2, ensure_ascii=False))
+    return 0
+
+
+def cmd_deck_import(args) -> int:
+    """Draft a deck from a practice page; every guess is flagged for an editor."""
+    from content.importer import import_file
+
+    try:
+        notes = import_file(args.page, args.output, args.deck_id, overwrite=args.force)
+    except FileExistsError:
+        print(f"{args.output} exists: choose another name, or --force", file=sys.stderr)
+        return 2
+    except (OSError, ValueError) as exc:
+        print(f"{args.page}: {exc}", file=sys.stderr)
+        return 1
+    print(f"Wrote {args.output}: a draft with {len(notes)} thing(s) to review:")
+    for note in notes:
+        print(f"  - {note}")
+    return 0
+
+
+def cmd_deck_export(args) -> int:
+    from content.anki import export_apkg
+
+    library = _library(args.deck)
+    decks = [library.deck(args.deck)] if args.deck else list(library.decks.values())
+    if len(decks) > 1:
+        print("Several decks are loaded: choose one with --deck", file=sys.stderr)
+        return 2
+    count = export_apkg(decks[0], args.anki)
+    print(f"Wrote {args.anki}: {count} note(s) from '{decks[0].id}' for Anki.")
+    return 0
+
+
+def cmd_deck_schema(args) -> int:
+    from content.schema import json_schema
+
+    text = json.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n"
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_db_upgrade(args) -> int:
+    from scheduler.storage.db import current_revision, make_engine, upgrade
+
+    engine = make_engine(_database_url(args.db))
+    before = current_revision(engine)
+    upgrade(engine)
+    after = current_revision(engine)
+    url = engine.url.render_as_string(hide_password=True)
+    print(f"{url}: {before or 'empty'} -> {after}" if before != after
+          else f"{url}: already at {after}")
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from bot.bench import BENCHMARKS
+
+    result = BENCHMARKS[args.name](args)
+    print(json.dumps(result, indent=None if args.json else 2))
+    return 0 if result.get("ok", True) else 1
+
+
+def _code_file_arguments(parser: argparse.ArgumentParser, func) -> None:
+    parser.add_argument("file")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--json", action="store_true")
+    parser.set_defaults(func=func)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from bot.bench import BENCHMARKS
+    from bot.cli.deck import add_commands as add_deck_commands
+
+    parser = argparse.ArgumentParser(prog="tutor", description=__doc__)
+    sub = parser.add_subparsers(dest="command")
+
+    practice = sub.add_parser("practice", help="practise in the terminal (no Discord needed)")
+    practice.add_argument("--deck", help="deck id (default: every deck)")
+    practice.add_argument("--db", help="SQLite file (default: $DATABASE_URL or tutor.db)")
+    practice.add_argument("--learner", help="your name (default: your login)")
+    practice.add_argument("--topic", help="practise one topic, due or not (q to stop)")
+    practice.add_argument("--no-sandbox", action="store_true",
+                          help="skip code cards (no sandbox worker)")
+    practice.add_argument("--scheduler", choices=["sm2", "fsrs"],
+                          help="schedule this session by SM-2 or FSRS (default: your "
+                               "setting; both are always kept, so switching loses nothing)")
+    practice.add_argument("--remediation", action=argparse.BooleanOptionalAction,
+                          help="bring cards on a mistake you just made forward (default: "
+                               "your server's choice, else off)")
+    practice.set_defaults(func=cmd_practice)
+
+    run = sub.add_parser("run", help="run the Discord bot (needs DISCORD_TOKEN)")
+    run.set_defaults(func=cmd_run)
+
+    deck = sub.add_parser("deck", help="check and inspect decks").add_subparsers(
+        dest="deck_command", required=True)
+    validate = deck.add_parser("validate", help="check deck files; exit 1 on any problem")
+    validate.add_argument("paths", nargs="*", help="files or folders (default: bundled decks)")
+    validate.set_defaults(func=cmd_deck_validate)
+    dump = deck.add_parser("dump", help="print the resolved deck(s)")
+    dump.add_argument("--deck")
+    dump.add_argument("--json", action="store_true", help="JSON output (the only format)")
+    dump.set_defaults(func=cmd_deck_dump)
+    draft = deck.add_parser("import", help="draft a deck from a practice page (seed format)")
+    draft.add_argument("page")
+    draft.add_argument("-o", "--output", required=True, help="the draft YAML to write")
+    draft.add_argument("--deck-id", help="default: from the page's file name")
+    draft.add_argument("--force", action="store_true", help="overwrite the output")
+    draft.set_defaults(func=cmd_deck_import)
+    export = deck.add_parser("export", help="export a deck for another app")
+    export.add_argument("--anki", required=True, metavar="OUT.apkg")
+    export.add_argument("--deck")
+    export.set_defaults(func=cmd_deck_export)
+    schema = deck.add_parser("schema", help="print the deck JSON Schema")
+    schema.add_argument("-o", "--output")
+    schema.set_defaults(func=cmd_deck_schema)
+    add_deck_commands(deck)
+
+    check = sub.add_parser("check", help="judge a code answer for a code card")
+    check.add_argument("card", help="e.g. gradient-accumulation/train-loop")
+    _code_file_arguments(check, cmd_check)
+
+    sandbox = sub.add_parser("sandbox", help="the code sandbox").add_subparsers(
+        dest="sandbox_command", required=True)
+    _code_file_arguments(sandbox.add_parser("run", help="run a Python file under the sandbox"),
+                         cmd_sandbox_run)
+    serve = sandbox.add_parser("serve", help="run the sandbox as a service (bots connect with "
+                                             "SANDBOX_ADDRESS)")
+    serve.add_argument("--listen", default="unix:/run/tutor-sandbox.sock",
+                       help="unix:/path or tcp:127.0.0.1:PORT")
+    serve.add_argument("--mode", default="660",
+                       help="Unix socket permissions, octal (666: a private shared volume)")
+    serve.add_argument("--parallel", help="jailed children at once (default: by memory)")
+    for name, what in (("limits", "protocol.Limits (per run)"),
+                       ("checkers", "checker_pool.PoolLimits (the judges)"),
+                       ("connections", "service.ConnectionLimits")):
+        serve.add_argument(f"--{name}", help=f"JSON object overriding fields of {what}")
+    serve.set_defaults(func=cmd_sandbox_serve)
+    doctor = sandbox.add_parser("doctor", help="what isolation holds here (namespaces, seccomp, "
+                                               "cgroup limits, GPU); exit 1 when unbounded")
+    doctor.add_argument("--json", action="store_true", help="one JSON object")
+    doctor.add_argument("--cgroup-root", default="/sys/fs/cgroup",
+                        help="where cgroupfs is mounted (tests point it at a fake tree)")
+    doctor.set_defaults(func=cmd_sandbox_doctor)
+
+    db = sub.add_parser("db", help="database maintenance").add_subparsers(
+        dest="db_command", required=True)
+    db_upgrade = db.add_parser("upgrade", help="apply migrations")
+    db_upgrade.add_argument("--db", help="SQLite file (default: $DATABASE_URL)")
+    db_upgrade.set_defaults(func=cmd_db_upgrade)
+
+    bench = sub.add_parser("bench", help="benchmarks (JSON on stdout)")
+    bench.add_argument("name", choices=sorted(BENCHMARKS))
+    bench.add_argument("--json", action="store_true", help="one line of JSON")
+    bench.add_argument("-n", type=int, default=None, help="operations per measurement")
+    bench.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                       help="sandbox: where the learner's loop runs")
+    bench.set_defaults(func=cmd_bench)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command is None:  # the bot when a token is configured, else terminal practice
+        args = build_parser().parse_args(["run" if _settings().token else "practice"])
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

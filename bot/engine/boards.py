@@ -1,0 +1,52 @@
+"""Leaderboards and insights: what a server, or one learner, did and got wrong."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from bot.engine.tutor import Tutor, TutorError
+from scheduler import leaderboard as lb
+from scheduler.storage.models import GuildSettings, Learner
+
+PERIODS = ("week", "season")
+MAX_PAGE = 10_000
+
+
+class BadChoice(TutorError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Activity:
+    daily: dict
+    retention: list
+    insights: lb.Insights
+
+
+class Boards:
+    def __init__(self, tutor: Tutor):
+        self.tutor = tutor
+        self.store = tutor.store
+
+    def board(self, guild_id: int, period: str, page: int, caller: Learner,
+              per_page: int) -> tuple[GuildSettings, lb.Board]:
+        if period not in PERIODS:
+            raise BadChoice(f"The board covers one of: {', '.join(PERIODS)}.")
+        if isinstance(page, bool) or not isinstance(page, int) or not 1 <= page <= MAX_PAGE:
+            raise BadChoice(f"Pages go from 1 to {MAX_PAGE}.")
+        settings = self.store.guild_settings(guild_id)
+        since = lb.period_start(settings, period, self.tutor.clock())
+        return settings, self.store.board(guild_id, since, page=page, per_page=per_page,
+                                          caller_id=caller.id)
+
+    def server_insights(self, guild_id: int, days: int) -> lb.Insights:
+        since = self.tutor.clock() - timedelta(days=days)
+        return self.store.insights(since, guild_id=guild_id)
+
+    def activity(self, learner: Learner, days: int, top: int) -> Activity:
+        """A learner's reviews per day, retention per week and most-missed, over `days`."""
+        since = self.tutor.clock() - timedelta(days=days)
+        return Activity(self.store.reviews_per_day(learner.id, since),
+                        self.store.retention_by_week(learner.id, since),
+                        self.store.insights(since, learner_id=learner.id, top=top))

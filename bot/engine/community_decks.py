@@ -1,0 +1,260 @@
+"""Decks a server brings: upload, validate, version, share, enable, export (issue 15).
+
+The engine side of `/deck ...` and `tutor deck publish|list`: no Discord import. Decks from
+files (content/decks/) are bundled for every server; a deck uploaded by a server is stored
+in the database, versioned, and served only where it is enabled. Uploads are untrusted
+input from strangers: every check runs before anything is stored, and a refused upload
+stores nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+from typing import Literal
+
+import yaml
+
+from bot.engine.deck_limits import check_limits
+from bot.engine.tutor import Tutor, TutorError
+from content.anki import export_apkg
+from content.importer import import_page
+from content.loader import line_finder, parse_deck
+from content.schema import Deck
+from content.untrusted import UntrustedDeck, decode, parse_untrusted
+from scheduler.storage.decks import DeckTaken, NewVersion
+
+Origin = Literal["bundled", "uploaded", "shared"]  # a file deck; this server's; another's
+
+
+class DeckRejected(TutorError):
+    """The upload was refused; nothing was stored. `problems`: "line N: message" lines."""
+
+    def __init__(self, summary: str, problems: list[str] | None = None):
+        super().__init__(summary)
+        self.problems = problems or []
+
+
+@dataclass(frozen=True)
+class DeckSummary:
+    deck_id: str
+    title: str
+    cards: int
+    origin: Origin
+    enabled: bool  # served on this server
+    public: bool  # published: any server may enable it
+    version: int  # 1.. for stored decks; the file's `version` for bundled ones
+
+
+@dataclass(frozen=True)
+class Uploaded:
+    deck_id: str
+    title: str
+    version: int  # the stored version number (1 for a new deck)
+    cards: int
+    new: bool  # a deck id never seen before (False: a new version of this server's deck)
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A practice page (.txt) run through the importer: a YAML draft to fix and upload."""
+
+    filename: str
+    yaml: str
+    notes: list[str]  # the importer's flags and problems, one line each
+
+
+class CommunityDecks:
+    def __init__(self, tutor: Tutor):
+        self.tutor = tutor
+
+    def upload(self, guild_id: int, filename: str, data: bytes,
+               uploaded_by: str) -> Uploaded | Draft:
+        """A deck file (.yaml/.yml) is validated and stored as this server's (a new deck
+        id, or a new version of a deck this server owns) and enabled here; a practice page
+        (.txt) comes back as a Draft. DeckRejected otherwise, with nothing stored."""
+        suffix = PurePath(filename).suffix.lower()
+        if suffix == ".txt":
+            return _draft(filename, data)
+        if suffix not in (".yaml", ".yml"):
+            raise DeckRejected(f"'{filename}' is not a deck: send a .yaml (or .yml) deck "
+                               "file, or a .txt practice page to draft one from.")
+        try:
+            deck, text = parse_untrusted(data, check_limits)
+        except UntrustedDeck as exc:
+            raise DeckRejected(exc.summary, exc.problems) from None
+        store = self.tutor.store
+        row = store.stored_deck(deck.id)
+        self._check_owner(guild_id, deck.id, row, line_finder(text)(("id",)))
+        if row is not None:
+            previous = parse_deck(store.deck_yaml(deck.id, row.version), deck.id,
+                                  giveaways=False)
+            _check_revs(previous, deck, row.version, line_finder(text))
+        enabled = self.enabled(guild_id)
+        chosen = enabled + [deck.id] * (deck.id not in enabled)
+        try:
+            version = store.save_deck_version(NewVersion(
+                deck.id, guild_id, row.version if row else 0, text, deck.title,
+                len(deck.cards), uploaded_by[:100], self.tutor.clock(), chosen))
+        except DeckTaken:
+            raise DeckRejected(f"Another upload of '{deck.id}' was stored at the same time; "
+                               "nothing was stored from this one. Try again.") from None
+        self.tutor.decks.refresh(force=True)
+        return Uploaded(deck.id, deck.title, version, len(deck.cards), row is None)
+
+    def _check_owner(self, guild_id: int, deck_id: str, row, line: int) -> None:
+        if deck_id in self.tutor.decks.bundled.decks:
+            raise DeckRejected(f"The deck id '{deck_id}' belongs to a deck that ships with "
+                               "the bot; give yours another id.",
+                               [f"line {line}: deck id '{deck_id}' is taken by a bundled deck"])
+        if row is not None and row.owner_guild_id != guild_id:
+            raise DeckRejected(f"The deck id '{deck_id}' belongs to another server's deck; "
+                               "give yours another id.",
+                               [f"line {line}: deck id '{deck_id}' is taken by another server"])
+
+    def enabled(self, guild_id: int) -> list[str]:
+        """The deck ids this server plays: the ONE place that decides (serving, /deck
+        enable|disable, uploads). No choice stored means every bundled deck; a chosen deck
+        that is gone (removed, unpublished) is dropped, and when none is left the server
+        plays the bundled decks again rather than nothing."""
+        self.tutor.decks.refresh()  # on serve: at most every 30 s unless forced
+        chosen = self.tutor.store.guild_settings(guild_id).decks
+        bundled = list(self.tutor.decks.bundled.decks)
+        if chosen is None:
+            return bundled
+        visible = self._visible(guild_id)
+        return [d for d in visible if d in chosen] or bundled
+
+    def _visible(self, guild_id: int) -> dict[str, tuple[Deck, Origin]]:
+        """Bundled decks, then this server's own, then published ones, by id."""
+        library, live = self.tutor.library, self.tutor.decks
+        found: dict[str, tuple[Deck, Origin]] = {
+            d: (library.deck(d), "bundled") for d in live.bundled.decks}
+        rows = [r for r in live.stored.values() if not r.removed and r.deck_id in library.decks]
+        for origin, rows_of in (("uploaded", [r for r in rows if r.owner_guild_id == guild_id]),
+                                ("shared", [r for r in rows if r.owner_guild_id != guild_id
+                                            and r.public])):
+            for row in sorted(rows_of, key=lambda r: r.deck_id):
+                found[row.deck_id] = (library.deck(row.deck_id), origin)
+        return found
+
+    def summaries(self, guild_id: int) -> list[DeckSummary]:
+        """Every deck this server can play: bundled, its own, and published ones."""
+        self.tutor.decks.refresh(force=True)
+        enabled, stored = set(self.enabled(guild_id)), self.tutor.decks.stored
+        return [DeckSummary(d, deck.title, len(deck.cards), origin, d in enabled,
+                            origin == "bundled" or stored[d].public,
+                            deck.version if origin == "bundled" else stored[d].version)
+                for d, (deck, origin) in self._visible(guild_id).items()]
+
+    def deck(self, guild_id: int, deck_id: str) -> Deck:
+        """A deck this server can see (TutorError if none)."""
+        self.tutor.decks.refresh(force=True)
+        visible = self._visible(guild_id)
+        if deck_id not in visible:
+            raise TutorError(f"No deck '{deck_id}' here. Decks: {', '.join(visible)}.")
+        return visible[deck_id][0]
+
+    def set_enabled(self, guild_id: int, deck_id: str, enabled: bool) -> list[str]:
+        """Play the deck here or not; the deck ids played afterwards."""
+        self.deck(guild_id, deck_id)  # refused unless this server can see it
+        current, visible = self.enabled(guild_id), self._visible(guild_id)
+        chosen = [d for d in visible
+                  if (d in current and d != deck_id) or (d == deck_id and enabled)]
+        if not chosen:
+            raise TutorError("At least one deck has to stay on.")
+        bundled = list(self.tutor.decks.bundled.decks)
+        self.tutor.store.update_guild_settings(
+            guild_id, decks=None if chosen == bundled else chosen)
+        return chosen
+
+    def _own(self, guild_id: int, deck_id: str, what: str):
+        row = self.tutor.store.stored_deck(deck_id)
+        if row is None or row.owner_guild_id != guild_id:
+            raise TutorError(f"Only the server that uploaded '{deck_id}' can {what} it.")
+        return row
+
+    def publish(self, guild_id: int, deck_id: str, public: bool) -> None:
+        """Only the owning server may publish or unpublish its deck."""
+        row = self._own(guild_id, deck_id, "publish")
+        if row.removed and public:
+            raise TutorError(f"'{deck_id}' was removed; upload it again to publish it.")
+        self.tutor.store.update_stored_deck(deck_id, guild_id, self.tutor.clock(),
+                                            public=bool(public))
+        self.tutor.decks.refresh(force=True)
+
+    def remove(self, guild_id: int, deck_id: str) -> None:
+        """The owner stops serving its deck everywhere; reviews and history are kept."""
+        self._own(guild_id, deck_id, "remove")
+        self.tutor.store.update_stored_deck(deck_id, guild_id, self.tutor.clock(),
+                                            removed=True)
+        self.tutor.decks.refresh(force=True)
+
+    def export(self, guild_id: int, deck_id: str,
+               fmt: Literal["yaml", "apkg"]) -> tuple[str, bytes]:
+        """(file name, bytes) of a deck this server can see."""
+        deck = self.deck(guild_id, deck_id)
+        if fmt == "apkg":
+            with tempfile.TemporaryDirectory() as folder:
+                path = Path(folder) / f"{deck_id}.apkg"
+                export_apkg(deck, path)
+                return path.name, path.read_bytes()
+        if fmt != "yaml":
+            raise TutorError("Export as yaml or apkg.")
+        row = self.tutor.decks.stored.get(deck_id)
+        if row is not None and deck_id not in self.tutor.decks.bundled.decks:
+            return f"{deck_id}.yaml", self.tutor.store.deck_yaml(deck_id, row.version).encode()
+        data = deck.model_dump(mode="json", exclude_defaults=True)  # a file deck's content
+        return f"{deck_id}.yaml", yaml.safe_dump(data, sort_keys=False,
+                                                 allow_unicode=True).encode()
+
+    def ids(self, guild_id: int, prefix: str = "") -> list[str]:
+        """Deck ids this server can see that start with `prefix` (autocomplete)."""
+        return [d for d in self._visible(guild_id) if d.startswith(prefix)]
+
+
+def _check_revs(old: Deck, new: Deck, version: int, line) -> None:
+    """Learners keep their progress on a card unless its meaning_rev moved (the engine
+    relearns a card whose stored rev is older), so revs may only go forward, and an edited
+    card must bump rev: otherwise a changed card would keep stale progress."""
+    before = {card.id: card for card in old.cards}
+    problems = []
+    for i, card in enumerate(new.cards):
+        was = before.get(card.id)
+        if was is None:
+            continue
+        if card.rev < was.rev:
+            problems.append(f"line {line(('cards', i, 'rev'))}: rev {card.rev} is older than "
+                            f"rev {was.rev} of version {version}; revs only go up")
+        elif card.meaning_rev < was.meaning_rev:
+            problems.append(f"line {line(('cards', i, 'content_rev'))}: content_rev "
+                            f"{card.meaning_rev} is older than {was.meaning_rev} of version "
+                            f"{version}")
+        elif card.rev == was.rev and card != was:
+            problems.append(f"line {line(('cards', i, 'rev'))}: '{card.id}' changed since "
+                            f"version {version} but its rev is still {card.rev}: bump rev "
+                            "(and content_rev when what it asks or accepts changed)")
+    if problems:
+        raise DeckRejected("The new version has problems; nothing was stored.", problems)
+
+
+def _draft(filename: str, data: bytes) -> Draft:
+    """A practice page run through the importer; nothing is stored."""
+    try:
+        text = decode(data, "practice page")
+    except UntrustedDeck as exc:
+        raise DeckRejected(exc.summary, exc.problems) from None
+    words = re.findall(r"[a-z0-9]+", PurePath(filename).stem.lower())
+    deck_id = "-".join(words)[:40].strip("-") or "deck"
+    deck_id = deck_id if deck_id[0].isalpha() else f"deck-{deck_id}"[:40].strip("-")
+    try:
+        # The name goes into a YAML comment: keep only harmless characters.
+        source = re.sub(r"[^\w.-]", "_", PurePath(filename).name)[:100]
+        draft, notes = import_page(text, deck_id=deck_id, source=source)
+    except ValueError as exc:
+        message = str(exc) if str(exc).startswith("line ") else f"line 1: {exc}"
+        raise DeckRejected("The practice page does not follow the format; nothing was "
+                           "drafted.", [message]) from None
+    return Draft(f"{deck_id}.yaml", draft, notes)

@@ -1,0 +1,141 @@
+"""Discord's size limits, checked on an uploaded deck where its text will be shown.
+
+`bot/discord_ui/render.py` clips oversize text so Discord accepts it; a bundled deck is
+written to fit, an uploaded one is checked here at upload time so that nothing a learner
+needs is clipped away. Each check measures the text as the renderer assembles it (letters,
+numbered blanks, bold markers) and reports (YAML path, message) naming the limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from bot.engine.feedback import KIND_LABEL, LETTERS, card_text, code_block
+from bot.engine.tutor import correct_answer
+from content.schema import ChoiceCard, CodeCard, Deck, FillInCard
+
+EMBED_TITLE = 256
+EMBED_DESCRIPTION = 4096
+FIELD_VALUE = 1024
+SELECT_LABEL = 100  # a select option's label; also an autocomplete choice's name
+SELECT_OPTIONS = 25
+MESSAGE_COMPONENTS = 25  # buttons per message (5 rows of 5)
+MESSAGE_ROWS = 5
+MODAL_TEXT = 4000  # a modal text input's value
+NEXT_REVIEW = 60  # "Next review of this card: **in 365 days (2027-12-02)**." and spacing
+
+Problem = tuple[tuple[Any, ...], str]
+
+
+def _over(length: int, limit: int, what: str) -> str:
+    return f"{what} is {length:,} characters; Discord shows at most {limit:,}"
+
+
+def check_limits(deck: Deck) -> list[Problem]:
+    problems: list[Problem] = []
+    if len(deck.title) > SELECT_LABEL:
+        problems.append((("title",), _over(len(deck.title), SELECT_LABEL,
+                         "the deck title (a deck choice's name in menus)")))
+    if len(deck.description) > EMBED_DESCRIPTION:
+        problems.append((("description",), _over(len(deck.description), EMBED_DESCRIPTION,
+                         "the description (an embed description)")))
+    mistakes = {m.id: m for m in deck.mistakes}
+    for index, card in enumerate(deck.cards):
+        problems += _card_problems(card, ("cards", index), mistakes)
+    return problems
+
+
+def _card_problems(card, base: tuple, mistakes: dict) -> Iterator[Problem]:
+    title = f"{max(KIND_LABEL.values(), key=len)} · {card.difficulty} · {', '.join(card.topics)}"
+    if len(title) > EMBED_TITLE:
+        yield (*base, "topics"), _over(len(title), EMBED_TITLE,
+                                       "the card's title (kind, difficulty and topics)")
+    shown = len(card_text(card, zip(LETTERS, getattr(card, "options", []), strict=False)))
+    if shown > EMBED_DESCRIPTION:
+        yield (*base, "prompt"), _over(shown, EMBED_DESCRIPTION,
+                                       "the card as shown (prompt, code and options)")
+    if len(card.hint) > FIELD_VALUE:
+        yield (*base, "hint"), _over(len(card.hint), FIELD_VALUE, "the hint (an embed field)")
+    worst = 0  # the longest feedback on wrong choices one attempt can get
+    if isinstance(card, FillInCard):
+        yield from _fill_in_problems(card, base)
+        chips = {chip.id: chip.text for chip in card.chips}
+        for b, blank in enumerate(card.blanks, 1):
+            longest = 0
+            for chip_id, wrong in blank.wrong.items():
+                text = _wrong_text(f"[{b}] `{chips.get(chip_id, chip_id)}`", wrong.says,
+                                   mistakes.get(wrong.mistake))
+                longest = max(longest, len(text) + 1)
+                if len(text) > FIELD_VALUE:
+                    yield ((*base, "blanks", b - 1, "wrong", chip_id, "says"), _over(
+                        len(text), FIELD_VALUE, "this wrong chip's feedback (says, mistake "
+                        "title and explanation)"))
+            worst += longest
+    elif isinstance(card, ChoiceCard):
+        if len(card.options) > MESSAGE_COMPONENTS - 1:
+            yield (*base, "options"), (
+                f"the card has {len(card.options)} options; a message holds "
+                f"{MESSAGE_COMPONENTS} buttons, one per option (labelled A, B, ...) and the "
+                f"hint, so at most {MESSAGE_COMPONENTS - 1} options")
+        for o, option in enumerate(card.options):
+            if option.correct:
+                continue
+            text = _wrong_text(option.text, option.says or "", mistakes.get(option.mistake))
+            worst = max(worst, len(text))
+            if len(text) > FIELD_VALUE:
+                yield (*base, "options", o, "says"), _over(
+                    len(text), FIELD_VALUE, "this wrong option's feedback (option, says, "
+                    "mistake title and explanation)")
+    else:
+        yield from _code_problems(card, base, mistakes)
+    reveal = len("\n\n".join(_reveal_parts(card))) + NEXT_REVIEW
+    if worst + reveal > EMBED_DESCRIPTION:
+        yield (*base, "takeaway"), _over(worst + reveal, EMBED_DESCRIPTION, (
+            "the feedback after a last wrong attempt (mistakes, answer, explanation and "
+            "takeaway)"))
+
+
+def _wrong_text(choice: str, says: str, mistake) -> str:
+    lines = [f"**{choice}**: {says}"]
+    if mistake is not None:
+        lines.append(f"> **{mistake.title}.** {mistake.explanation}")
+    return "\n".join(lines)
+
+
+def _reveal_parts(card) -> list[str]:
+    answer = correct_answer(card)
+    parts = ["**The answer:** " + (code_block(answer) if isinstance(card, CodeCard) else answer)]
+    if isinstance(card, ChoiceCard):
+        parts.append("\n".join(f"{i}. **{s.title}**: {s.detail}"
+                               for i, s in enumerate(card.solution, 1)))
+    elif isinstance(card, FillInCard):
+        parts.append(card.explanation)
+    parts.append(f"**Takeaway:** {card.takeaway}")
+    return parts
+
+
+def _fill_in_problems(card: FillInCard, base: tuple) -> Iterator[Problem]:
+    if len(card.chips) > SELECT_OPTIONS:
+        yield (*base, "chips"), (f"the card has {len(card.chips)} chips; a Discord select "
+                                 f"menu holds at most {SELECT_OPTIONS} options")
+    if len(card.blanks) > MESSAGE_ROWS - 1:
+        yield (*base, "blanks"), (
+            f"the card has {len(card.blanks)} blanks; a message has {MESSAGE_ROWS} rows, one "
+            f"select menu per blank and one for the buttons, so at most {MESSAGE_ROWS - 1}")
+    for c, chip in enumerate(card.chips):
+        if len(chip.text) > SELECT_LABEL:
+            yield (*base, "chips", c, "text"), _over(len(chip.text), SELECT_LABEL,
+                                                     "a chip (a select option's label)")
+
+
+def _code_problems(card: CodeCard, base: tuple, mistakes: dict) -> Iterator[Problem]:
+    if len(card.starter) > MODAL_TEXT:
+        yield (*base, "starter"), _over(len(card.starter), MODAL_TEXT,
+                                        "the starter code (the code editor's text)")
+    for m, mistake_id in enumerate(card.mistakes):
+        mistake = mistakes.get(mistake_id)
+        text = _wrong_text("your code", "", mistake) if mistake else ""
+        if len(text) > FIELD_VALUE:
+            yield (*base, "mistakes", m), _over(len(text), FIELD_VALUE,
+                                                "this mistake's feedback (title and explanation)")

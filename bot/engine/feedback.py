@@ -1,0 +1,129 @@
+"""What to tell a learner, decided once for every front end: after an attempt, and the card
+text both front ends show the same way (option letters, numbered blanks, kind labels).
+
+The engine's `Verdict` says what happened; `feedback()` turns it into the decisions a
+learner sees (right or wrong, which mistakes, attempts left, whether the answer is
+revealed, the solution, the takeaway, the next review) as plain values. The terminal and
+Discord only format them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+
+from bot.engine.option_order import in_order
+from bot.engine.served import Served
+from bot.engine.tutor import Verdict, correct_answer
+from content.loader import AnyCard
+from content.safe_text import code_block, markdown
+from content.schema import BLANK_RE, Chip, ChoiceCard, CodeCard, FillInCard, Option
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # options and chips are shown as A, B, C, ...
+KIND_LABEL = {"new": "New card", "review": "Review", "drill": "Once more",
+              "remedy": "On a recent mistake", "cram": "Practice"}
+
+
+@dataclass(frozen=True, slots=True)
+class Mistake:
+    """One wrong choice (a chip in a blank, an option, or what the checker found)."""
+
+    choice: str
+    blank: int | None  # the blank's number ([1], [2], ...) for a chip
+    says: str  # what this choice actually does ("" when nothing is said)
+    title: str
+    explanation: str
+
+
+@dataclass(frozen=True, slots=True)
+class Feedback:
+    correct: bool
+    finished: bool
+    attempt: int  # which attempt this was
+    attempts_left: int
+    mistakes: tuple[Mistake, ...]
+    measured: tuple[str, ...]  # what the code checker measured, with its numbers
+    answer: str | None  # revealed once the attempts are used without a right answer
+    answer_is_code: bool
+    steps: tuple[tuple[str, str], ...]  # a choice card's solution, step by step
+    explanation: str  # a fill-in card's explanation
+    takeaway: str | None  # once finished
+    next_review: str | None  # "tomorrow", "in 6 days (2026-12-08)", once scheduled
+    duplicate: bool  # the same answer was already recorded
+
+    @property
+    def headline(self) -> str:
+        if self.correct:
+            return "Correct!" if self.attempt == 1 else f"Correct, on attempt {self.attempt}."
+        return "Not this time." if self.finished else "Not quite."
+
+
+def when(day: date, today: date) -> str:
+    """A review day as a learner reads it."""
+    days = (day - today).days
+    if days <= 0:
+        return "today"
+    return "tomorrow" if days == 1 else f"in {days} days ({day.isoformat()})"
+
+
+def shown(card: AnyCard, served: Served) -> list[Option] | list[Chip]:
+    """The card's options or chips in the order this serve shows them."""
+    return in_order(card, served.order)
+
+
+def lettered(card: AnyCard, served: Served) -> list[tuple[str, Option | Chip]]:
+    """The same, each with the letter it is shown under."""
+    return list(zip(LETTERS, shown(card, served), strict=False))
+
+
+def blank_number(card: FillInCard, blank_id: str) -> int:
+    return next(i for i, b in enumerate(card.blanks, 1) if b.id == blank_id)
+
+
+def numbered_code(card: FillInCard) -> str:
+    """The card's code with each blank shown as its number: `optimizer.[1]()`."""
+    return BLANK_RE.sub(lambda m: f"[{blank_number(card, m.group(1))}]", card.code)
+
+
+def card_text(card: AnyCard, options) -> str:
+    """A card as Discord shows it: the prompt, its code, each option under its letter
+    (`options`: (letter, option) pairs in the shown order). The upload limits measure the
+    same text (bot/engine/deck_limits.py). Deck text may be a stranger's: see content/safe_text."""
+    parts = [markdown(card.prompt)]
+    if isinstance(card, FillInCard):
+        parts.append(code_block(numbered_code(card)))
+    elif isinstance(card, ChoiceCard):
+        if card.code:
+            parts.append(code_block(card.code))
+        for letter, option in options:
+            parts.append(f"**{letter}.** {markdown(option.text)}")
+            if option.code:
+                parts.append(code_block(option.code))
+    else:
+        parts.append(code_block(card.starter))
+        parts.append("Press **Write code** (or reply with a ```py``` block in a DM).")
+    return "\n".join(parts)
+
+
+def feedback(card: AnyCard, verdict: Verdict, today: date | None) -> Feedback:
+    finished = verdict.finished
+    mistakes = tuple(
+        Mistake(f.choice, blank_number(card, f.blank) if f.blank and isinstance(
+            card, FillInCard) else None, f.says, f.mistake_title, f.explanation)
+        for f in verdict.findings)
+    reveal = finished and not verdict.correct
+    scheduled = finished and verdict.due is not None and today is not None and (
+        verdict.served.kind in ("new", "review"))
+    return Feedback(
+        correct=verdict.correct, finished=finished, attempt=verdict.served.attempts,
+        attempts_left=verdict.attempts_left, mistakes=mistakes,
+        measured=tuple(verdict.report.feedback) if verdict.report else (),
+        answer=correct_answer(card) if reveal else None,
+        answer_is_code=isinstance(card, CodeCard),
+        steps=tuple((s.title, s.detail) for s in card.solution)
+        if finished and isinstance(card, ChoiceCard) else (),
+        explanation=card.explanation if finished and isinstance(card, FillInCard) else "",
+        takeaway=card.takeaway if finished else None,
+        next_review=when(verdict.due, today) if scheduled else None,
+        duplicate=verdict.duplicate,
+    )

@@ -1,0 +1,93 @@
+"""A learner's own settings and data: checked where they enter, with what they change for
+reminders decided here, not in a front end."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from bot.engine.tutor import Tutor, TutorError
+from scheduler import reminders as schedule
+from scheduler.choice import SCHEDULERS
+from scheduler.reminders import ReminderSweep, Sender, SweepReport
+from scheduler.storage.models import Learner
+from scheduler.studyday import resolve_zone
+
+# Setting: (lowest, highest). discord.py does not enforce a command's ranges when an
+# interaction arrives, so a forged one can send anything: every value is checked here.
+RANGES = {"reminder_hour": (0, 23), "quiet_start": (0, 23), "quiet_end": (0, 23),
+          "new_per_day": (1, 50), "reminder_min_due": (1, 100), "daily_minimum": (1, 100)}
+FLAGS = ("reminders_enabled", "leaderboard_visible")
+SNOOZE = timedelta(hours=1)
+
+
+class BadSetting(TutorError):
+    pass
+
+
+def checked(changes: dict) -> dict:
+    """The changes with the timezone resolved; BadSetting naming the first bad one."""
+    out = {}
+    for name, value in changes.items():
+        if name == "timezone":
+            try:
+                out[name] = resolve_zone(value).key
+            except ValueError:
+                raise BadSetting(f"'{value}' is not a timezone I know. Pick one from the "
+                                 "list, e.g. Europe/Berlin.") from None
+        elif name == "scheduler":  # None: follow the server's choice
+            if value is not None and value not in SCHEDULERS:
+                raise BadSetting("The scheduler is one of: " + ", ".join(SCHEDULERS)
+                                 + " (or the server's choice).")
+            out[name] = value
+        elif name in FLAGS:
+            if not isinstance(value, bool):
+                raise BadSetting(f"{name} must be true or false.")
+            out[name] = value
+        elif name in RANGES:
+            low, high = RANGES[name]
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise BadSetting(f"{name} must be a whole number from {low} to {high}.")
+            out[name] = value
+        else:
+            raise BadSetting(f"There is no setting called {name}.")
+    return out
+
+
+class Learners:
+    def __init__(self, tutor: Tutor):
+        self.tutor = tutor
+        self.store = tutor.store
+
+    def update_settings(self, learner: Learner, changes: dict) -> Learner:
+        """Apply checked changes and reschedule the next reminder, in one write; a bad
+        value changes nothing."""
+        changes = checked(changes)
+        if not changes:
+            return learner
+        if changes.get("reminders_enabled"):  # a fresh start: DMs are worth trying again
+            changes.update(reminders_ignored=0, unreachable=False)
+        after = learner.model_copy(update=changes)
+        changes["next_reminder_at"] = schedule.reschedule(after, self.tutor.clock())
+        self.store.update_learner(learner.id, **changes)
+        return self.store.get_learner(learner.id)
+
+    def totals(self, learner: Learner) -> tuple[int, int, int]:
+        """(reviews, right on the first try, cards seen)."""
+        reviewed, first_try = self.store.learner_totals(learner.id)
+        return reviewed, first_try, len(self.store.states(learner.id))
+
+    async def send_due_reminders(self, sender: Sender) -> SweepReport:
+        """One sweep: claim every learner whose reminder is due and hand each to `sender`."""
+        return await ReminderSweep(self.store, sender, clock=self.tutor.clock).run()
+
+    def snooze_reminders(self, learner: Learner) -> datetime:
+        until = self.tutor.clock() + SNOOZE
+        self.store.update_learner(learner.id, next_reminder_at=until)
+        return until
+
+    def pause_reminders(self, learner: Learner) -> None:
+        self.store.update_learner(learner.id, reminders_enabled=False, next_reminder_at=None)
+
+    def forget(self, learner: Learner) -> None:
+        """Delete the learner and everything of theirs."""
+        self.store.delete_learner(learner.id)

@@ -1,0 +1,52 @@
+"""Which mistakes a card tests, and a learner's misconceptions in words (for /stats and the
+terminal). The rules for remedies are scheduler/remediation.py's."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from content.loader import AnyCard, DeckLibrary
+from content.schema import ChoiceCard, CodeCard
+from scheduler.storage.store import Store
+
+__all__ = ["OpenMistake", "deck_tests", "learner_mistakes", "tested_mistakes"]
+
+
+def tested_mistakes(card: AnyCard) -> frozenset[str]:
+    """The mistake ids a learner could show on this card: its wrong options' or chips', or
+    what its code checker reports."""
+    if isinstance(card, CodeCard):
+        return frozenset(card.mistakes)
+    if isinstance(card, ChoiceCard):
+        return frozenset(o.mistake for o in card.options if not o.correct)
+    return frozenset(w.mistake for b in card.blanks for w in b.wrong.values())
+
+
+def deck_tests(library: DeckLibrary, deck_id: str) -> dict[str, frozenset[str]]:
+    """Card id -> the mistake ids it tests, in deck order."""
+    return {card.id: tested_mistakes(card) for card in library.cards(deck_id)}
+
+
+@dataclass(frozen=True, slots=True)
+class OpenMistake:
+    deck_id: str
+    mistake_id: str
+    title: str
+    open: bool
+    times_shown: int
+    last_shown_at: datetime
+    last_corrected_at: datetime | None
+
+
+def learner_mistakes(store: Store, library: DeckLibrary, learner_id: int) -> list[OpenMistake]:
+    """The learner's misconceptions, open first; a mistake whose deck is gone keeps its id."""
+    out = []
+    for row in store.misconceptions(learner_id):
+        title = row.mistake_id
+        deck = library.decks.get(row.deck_id)
+        if deck is not None:
+            title = next((m.title for m in deck.mistakes if m.id == row.mistake_id), title)
+        out.append(OpenMistake(row.deck_id, row.mistake_id, title, row.open, row.times_shown,
+                               row.last_shown_at, row.last_corrected_at))
+    return out

@@ -1,0 +1,155 @@
+"""Cards in play for front ends that keep them between requests (Discord): a served card's
+life from serve to review, in the store, so any click (after a restart, from another bot
+process, twice at once) finds the same state.
+
+Every method takes what a click carries (serve id, attempt, the learner) and either does
+what was asked or raises a TutorError whose text the learner can be shown; nothing is
+changed by a refused request. The attempt number is the one guard against double clicks
+and outdated renderings: an answer is written with a compare-and-set on it, in the same
+transaction as its review (`Tutor.answer(..., stored=True)`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from bot.engine.community_decks import CommunityDecks
+from bot.engine.served import Served
+from bot.engine.tutor import (
+    AlreadyCounted,
+    InvalidAnswer,
+    Response,
+    StaleCard,
+    Tutor,
+    TutorError,
+    Verdict,
+)
+from content.loader import AnyCard
+from content.schema import CodeCard, FillInCard
+from scheduler.storage.models import Learner
+from scheduler.storage.store import Advance
+
+
+class Gone(TutorError):
+    """No such served card (never served, or forgotten)."""
+
+
+class NotYours(TutorError):
+    pass
+
+
+class Finished(TutorError):
+    """The card was answered: the click changed nothing."""
+
+
+@dataclass(frozen=True, slots=True)
+class InPlay:
+    served: Served
+    card: AnyCard
+    draft: dict  # select-menu picks not yet submitted, by blank id
+
+
+class Play:
+    def __init__(self, tutor: Tutor):
+        self.tutor = tutor
+        self.store = tutor.store
+
+    def serve(self, learner: Learner, *, mode: str = "auto", topic: str | None = None,
+              guild_id: int | None = None, card_id: str | None = None) -> InPlay | None:
+        """The next card for this learner, stored; None when nothing is left."""
+        decks = CommunityDecks(self.tutor).enabled(guild_id) if guild_id else None
+        served = self.tutor.next_card(learner, mode=mode, topic=topic, guild_id=guild_id,
+                                      only=card_id, decks=decks)
+        if served is None:
+            return None
+        self.store.save_served(served.serve_id, learner.id, served.to_json(), served.served_at)
+        return InPlay(served, self.tutor.card(served), {})
+
+    def current(self, serve_id: str, learner: Learner) -> InPlay:
+        """The card as it stands now, for this learner; Gone, NotYours or Finished."""
+        row = self.store.load_served(serve_id)
+        if row is None:
+            raise Gone("This card is no longer available. Use **/review** or **/learn** for "
+                       "a new one.")
+        served = Served.from_json(row.served)
+        if learner.id != served.learner_id:
+            raise NotYours("This card was served to someone else. Use **/review** to get "
+                           "your own.")
+        if row.finished:
+            raise Finished("This card was already answered. Press **Next card** or use "
+                           "**/review**.")
+        try:
+            card = self.tutor.card(served)
+        except StaleCard:  # the deck changed under it: it can never be answered now
+            self.store.advance_served(Advance(serve_id, served.attempts, served.to_json(),
+                                              True))
+            raise
+        return InPlay(served, card, row.draft)
+
+    def at(self, serve_id: str, attempt: int, learner: Learner) -> InPlay:
+        """The card, if the click was made on its current attempt (AlreadyCounted if not:
+        a double click, or a click on an outdated rendering)."""
+        playing = self.current(serve_id, learner)
+        if attempt != playing.served.attempts:
+            raise AlreadyCounted("That click was already counted.")
+        return playing
+
+    def answer(self, serve_id: str, attempt: int, learner: Learner,
+               response: Response) -> Verdict:
+        """Judge one attempt and store it (with its review, when it finishes the card)."""
+        return self.judge(self.at(serve_id, attempt, learner), response)
+
+    def judge(self, playing: InPlay, response: Response) -> Verdict:
+        """Judge an attempt on a card already loaded for this click; the store's
+        compare-and-set on its attempt still refuses it if another click got there first."""
+        return self.tutor.answer(playing.served, response, stored=True)
+
+    def submit(self, serve_id: str, attempt: int, learner: Learner) -> Verdict:
+        """Answer a fill-in card with the chips picked so far."""
+        playing = self.at(serve_id, attempt, learner)
+        card = _fill_in(playing.card)
+        missing = [i for i, b in enumerate(card.blanks, 1) if b.id not in playing.draft]
+        if missing:
+            raise InvalidAnswer("Pick an option for blank "
+                                + ", ".join(f"[{i}]" for i in missing) + " first.")
+        return self.judge(playing, dict(playing.draft))
+
+    def pick(self, serve_id: str, learner: Learner, blank_id: str, chip_id: str) -> None:
+        """Remember one select-menu pick; only a blank and a chip the card has."""
+        card = _fill_in(self.current(serve_id, learner).card)
+        if blank_id not in {b.id for b in card.blanks} or chip_id not in {
+                c.id for c in card.chips}:
+            raise InvalidAnswer("That is not one of this card's blanks or options.")
+        if self.store.set_draft(serve_id, blank_id, chip_id) is None:
+            raise Finished("This card was already answered.")
+
+    def hint(self, serve_id: str, attempt: int, learner: Learner) -> InPlay:
+        """The card with its hint shown (which caps the grade)."""
+        playing = self.at(serve_id, attempt, learner)
+        served, _ = self.tutor.hint(playing.served)
+        if not self.store.advance_served(Advance(serve_id, attempt, served.to_json(), False,
+                                                 clear_draft=False)):
+            raise AlreadyCounted("That click was already counted.")
+        return replace(playing, served=served)
+
+    def code_card(self, serve_id: str, attempt: int, learner: Learner) -> InPlay:
+        """A code card about to be written; InvalidAnswer for any other card."""
+        playing = self.at(serve_id, attempt, learner)
+        if not isinstance(playing.card, CodeCard):
+            raise InvalidAnswer("This card is not answered with code.")
+        return playing
+
+    def open_code_card(self, learner: Learner) -> InPlay | None:
+        """The learner's newest unfinished code card, for a code reply sent as a message."""
+        for row in self.store.open_served(learner.id):
+            served = Served.from_json(row.served)
+            if self.tutor.library.has_card(served.card_id) and isinstance(
+                    self.tutor.library.card(served.card_id), CodeCard):
+                return InPlay(served, self.tutor.card(served), row.draft)
+        return None
+
+
+def _fill_in(card: AnyCard) -> FillInCard:
+    if not isinstance(card, FillInCard):
+        raise InvalidAnswer("This card has no blanks to fill.")
+    return card

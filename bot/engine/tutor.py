@@ -1,0 +1,437 @@
+"""The tutor engine: which card next, is this answer right, what was the mistake, and
+when to review again. Discord-free; every front end (terminal, Discord) calls only this.
+
+Time is injected (`clock`), never read here. A served card is an immutable `Served` value
+(`bot/engine/served.py`) that carries its own attempt state, so a front end can keep it anywhere
+(memory, a Discord custom_id) and the engine stays stateless between calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, replace
+from datetime import date, datetime
+from functools import partial
+from typing import Literal
+
+import sqlalchemy as sa
+
+from bot.engine.deck_library import LiveLibrary
+from bot.engine.errors import (
+    AlreadyCounted,
+    InvalidAnswer,
+    NeedsSandbox,
+    StaleCard,
+    TryAgain,
+    TutorError,
+)
+from bot.engine.judging import (
+    Finding,
+    Response,
+    correct_answer,
+    judge_choice,
+    judge_fill_in,
+    mistakes_of,
+)
+from bot.engine.misconceptions import deck_tests, tested_mistakes
+from bot.engine.option_order import shuffled
+from bot.engine.served import Kind, Served, new_serve_id
+from bot.observability import record_answer
+from content.loader import AnyCard, DeckLibrary
+from content.schema import CodeCard, FillInCard
+from scheduler.choice import DUE_KEYS, Choice, fsrs_state, resolve
+from scheduler.fsrs_review import FSRSState, review_fsrs
+from scheduler.grading import DEFAULT_POLICY, MAX_ATTEMPTS, GradePolicy, needs_drill, quality_for
+from scheduler.remediation import (
+    REMEDIES_PER_DAY,
+    Candidate,
+    corrects,
+    new_card_order,
+    pick_remedies,
+    remedy_day,
+)
+from scheduler.sm2 import NEW, SM2State, review
+from scheduler.storage.models import Learner
+from scheduler.storage.store import Advance, ReviewRecord, ServedMoved, StaleReview, Store
+from scheduler.studyday import due_day, study_day
+
+# The engine's public face: front ends import these from here.
+__all__ = ["CODE_POLICY", "AlreadyCounted", "CodeReport", "Finding", "InvalidAnswer",
+           "MAX_ATTEMPTS", "Mode", "NeedsSandbox", "Progress", "Response", "StaleCard",
+           "TryAgain", "Tutor", "TutorError", "Verdict", "correct_answer"]
+
+Mode = Literal["auto", "review", "learn", "practice"]
+
+
+# Writing a loop takes minutes, not seconds: a passing first submission within 5 minutes
+# is a 5, within 15 a 4, slower a 3.
+CODE_POLICY = GradePolicy(fast_ms=300_000, slow_ms=900_000)
+
+
+@dataclass(frozen=True, slots=True)
+class CodeReport:
+    """What the sandbox and a card's checker said about a code answer."""
+
+    status: str  # ok | error | timeout | memory | output_limit | refused
+    passed: bool
+    mistakes: tuple[str, ...] = ()
+    feedback: tuple[str, ...] = ()
+    stdout: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    served: Served
+    correct: bool
+    finished: bool
+    findings: tuple[Finding, ...]
+    quality: int | None = None
+    due: date | None = None
+    interval: int | None = None
+    duplicate: bool = False
+    report: CodeReport | None = None
+
+    @property
+    def attempts_left(self) -> int:
+        return 0 if self.finished else MAX_ATTEMPTS - self.served.attempts
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    today: date
+    due_now: int
+    new_left_today: int
+    drills_left: int
+    next_due: date | None
+    choice: Choice  # the scheduler (whose due days these are) and remediation in force
+
+
+class Tutor:
+    def __init__(
+        self,
+        store: Store,
+        library: DeckLibrary,
+        *,
+        clock: Callable[[], datetime],
+        policy: GradePolicy = DEFAULT_POLICY,
+        code_judge: Callable[[CodeCard, str, int], CodeReport] | None = None,
+    ):
+        self.store = store
+        self.decks = LiveLibrary(store, library, clock)  # bundled files + stored decks
+        self.clock = clock
+        self.policy = policy
+        self.code_judge = code_judge
+
+    @property
+    def library(self) -> DeckLibrary:
+        return self.decks.library
+
+    # -- learners ------------------------------------------------------------------------
+
+    def learner(self, external_id: str, display_name: str = "") -> Learner:
+        return self.store.learner(external_id, display_name=display_name, now=self.clock())
+
+    @property
+    def database_waits(self) -> bool:
+        """Whether a database call waits on a server (network, commit flush) rather than
+        only using CPU (SQLite): front ends with an event loop run such calls elsewhere."""
+        return self.store.on_server
+
+    def database_ok(self) -> bool:
+        """Whether the store answers (for health checks)."""
+        return self.store.ping()
+
+    def today(self, learner: Learner) -> date:
+        return study_day(self.clock(), learner.timezone, learner.rollover_hour)
+
+    # -- choosing a card -----------------------------------------------------------------
+
+    def servable(self, deck_id: str | None = None, topic: str | None = None,
+                 decks: Collection[str] | None = None) -> list[AnyCard]:
+        """Cards this tutor can judge (code cards only with a sandbox), in deck order;
+        `decks` limits them to a server's enabled decks (default: the bundled ones, or
+        `deck_id` when given)."""
+        if decks is None and deck_id is None:
+            decks = self.decks.bundled.decks
+        return [
+            card for card in self.library.cards(deck_id)
+            if (self.code_judge or not isinstance(card, CodeCard))
+            and (topic is None or topic in card.topics)
+            and (decks is None or self.library.deck_of(card.id).id in decks)
+        ]
+
+    def choice(self, learner: Learner, guild_id: int | None = None,
+               scheduler: str | None = None, remediation: bool | None = None) -> Choice:
+        """The scheduler and remediation in force: a one-off choice (`tutor practice
+        --scheduler --remediation`), else the learner's, else the server's, else ours."""
+        server = self.store.server_choice(learner.id, guild_id)
+        return resolve(scheduler or learner.scheduler, *server, remediation)
+
+    def next_card(
+        self,
+        learner: Learner,
+        *,
+        deck_id: str | None = None,
+        mode: Mode = "auto",
+        topic: str | None = None,
+        guild_id: int | None = None,
+        only: str | None = None,
+        decks: Collection[str] | None = None,
+        scheduler: str | None = None,
+        remediation: bool | None = None,
+    ) -> Served | None:
+        """Due reviews (most overdue first, by the scheduler in force), then new cards within
+        the daily limit, then remedies (scheduler/remediation.py), then rule-7 drills of
+        cards that scored below 4 today. `practice` serves any card; `only` limits the
+        choice to one card."""
+        self.decks.refresh()  # another process may have changed a stored deck
+        cards = {card.id: card for card in self.servable(deck_id, topic, decks)
+                 if only is None or card.id == only}
+        today = self.today(learner)
+        choice = self.choice(learner, guild_id, scheduler, remediation)
+        held = self.store.open_mistakes(learner.id)  # (deck id, mistake id)
+        serve = partial(self._serve, learner, guild_id=guild_id, choice=choice, held=held)
+        states = {s.card_id: s for s in self.store.states(learner.id) if s.card_id in cards}
+        # Reviewed before the card's content changed: due now, and starting over.
+        relearn = {s.card_id for s in states.values()
+                   if s.card_rev < cards[s.card_id].meaning_rev}
+        due_of, ease_of = DUE_KEYS[choice.scheduler]
+        due = sorted(
+            (s for s in states.values() if due_of(s) <= today or s.card_id in relearn),
+            key=lambda s: (s.card_id not in relearn, due_of(s), ease_of(s), s.card_id),
+        )
+        if mode in ("auto", "review", "practice") and due:
+            card = cards[due[0].card_id]
+            return serve(card, "review", due[0], restart=card.id in relearn)
+        unseen = [card for card in cards.values() if card.id not in states]
+        if mode in ("auto", "learn") and unseen and self._new_left(learner, today) > 0:
+            if choice.remediation:
+                unseen = self._misconceptions_first(unseen, held)
+            return serve(unseen[0], "new", None)
+        if mode in ("auto", "review") and choice.remediation:
+            remedies = sorted((s for s in states.values()
+                               if s.remedy_day is not None and s.remedy_day <= today),
+                              key=lambda s: (s.remedy_day, s.card_id))
+            if remedies:
+                return serve(cards[remedies[0].card_id], "remedy", remedies[0])
+        drills = sorted(
+            (s for s in states.values() if s.drill_pending and s.last_review_day == today),
+            key=lambda s: (s.last_reviewed_at, s.card_id),
+        )
+        if mode in ("auto", "review") and drills:
+            return serve(cards[drills[0].card_id], "drill", drills[0])
+        if mode == "practice" and cards:
+            if unseen:
+                kind: Kind = "new" if self._new_left(learner, today) > 0 else "cram"
+                return serve(unseen[0], kind, None)
+            stalest = min(states.values(), key=lambda s: (s.last_reviewed_at, s.card_id))
+            return serve(cards[stalest.card_id], "cram", stalest)
+        return None
+
+    def _misconceptions_first(self, unseen: list[AnyCard],
+                              held: set[tuple[str, str]]) -> list[AnyCard]:
+        if not held:
+            return unseen
+        tests = {card.id: frozenset(m for m in tested_mistakes(card)
+                                    if (self.library.deck_of(card.id).id, m) in held)
+                 for card in unseen}
+        order = new_card_order([card.id for card in unseen], tests, {m for _, m in held})
+        by_id = {card.id: card for card in unseen}
+        return [by_id[card_id] for card_id in order]
+
+    def _new_left(self, learner: Learner, today: date) -> int:
+        return max(0, learner.new_per_day - self.store.new_cards_on(learner.id, today))
+
+    def _serve(self, learner: Learner, card: AnyCard, kind: Kind, state: sa.Row | None, *,
+               guild_id: int | None, choice: Choice, held: set[tuple[str, str]],
+               restart: bool = False) -> Served:
+        """`restart`: the learner's progress on this card starts over (its content
+        changed); the row is still updated under its review-count guard. `held`: the
+        learner's open misconceptions, as (deck id, mistake id)."""
+        if guild_id is not None:
+            self.store.touch_guild(guild_id, learner.id, self.clock())
+        now = self.clock()
+        serve_id = new_serve_id(now)
+        fresh = state is None or restart
+        deck_id = self.library.deck_of(card.id).id
+        tested = tested_mistakes(card)
+        on_card = sorted(m for d, m in held if d == deck_id and m in tested)
+        return Served(
+            serve_id=serve_id,
+            learner_id=learner.id,
+            card_id=card.id,
+            card_rev=card.rev,
+            kind=kind,
+            served_at=now,
+            state=NEW if fresh else SM2State(state.ef100, state.repetitions, state.interval),
+            lapses=0 if fresh else state.lapses,
+            review_count=None if state is None else state.review_count,
+            guild_id=guild_id,
+            timezone=learner.timezone,
+            rollover_hour=learner.rollover_hour,
+            order=shuffled(card, serve_id),
+            fsrs=None if fresh else fsrs_state(state),
+            scheduler=choice.scheduler,
+            remediation=choice.remediation,
+            restart=restart,
+            open_mistakes=tuple(on_card),
+        )
+
+    def card(self, served: Served) -> AnyCard:
+        card = self._known_card(served.card_id)
+        if card is None or served.card_rev > card.rev:
+            self.decks.refresh(force=True)  # served by a process that knew a newer deck
+            card = self._known_card(served.card_id)
+        if card is None:
+            raise StaleCard("This card is no longer in the deck.")
+        if served.card_rev < card.meaning_rev:  # a typo fix alone keeps it answerable
+            raise StaleCard("This card was changed since it was served; ask for a new one.")
+        return card
+
+    def _known_card(self, card_id: str) -> AnyCard | None:
+        library = self.library
+        return library.card(card_id) if library.has_card(card_id) else None
+
+    # -- answering -----------------------------------------------------------------------
+
+    def hint(self, served: Served) -> tuple[Served, str]:
+        """The card's hint; using it caps the grade at 2 (docs/architecture.md, grading)."""
+        return replace(served, hint_used=True), self.card(served).hint
+
+    def answer(self, served: Served, response: Response, *, stored: bool = False) -> Verdict:
+        """Judge one attempt. `stored`: the served card is kept in the store (see
+        `bot.engine.play`), and its next attempt state is written with the review, in the same
+        transaction; AlreadyCounted if another click moved it first."""
+        card = self.card(served)
+        if served.attempts >= MAX_ATTEMPTS:
+            raise StaleCard("This card was already answered.")
+        if isinstance(card, CodeCard):
+            return self._answer_code(served, card, response, stored)
+        if isinstance(card, FillInCard):
+            chosen, findings = judge_fill_in(self.library, card, response)
+        else:
+            chosen, findings = judge_choice(self.library, card, response)
+        attempt = served.next_attempt(chosen)
+        correct = not findings
+        if not correct and attempt.attempts < MAX_ATTEMPTS:
+            if stored and not self.store.advance_served(_advance(served, attempt, False)):
+                raise AlreadyCounted("That click was already counted.")
+            return Verdict(attempt, False, False, findings)
+        return self._finish(attempt, card, correct, findings,
+                            advance=_advance(served, attempt, True) if stored else None)
+
+    def _answer_code(self, served: Served, card: CodeCard, code: Response,
+                     stored: bool) -> Verdict:
+        """One submission decides a code card: the checker's verdict, not a guess. A crash,
+        timeout or refusal carries no mistake id; its report's feedback says what happened."""
+        if self.code_judge is None:
+            raise NeedsSandbox("Code cards need the sandbox, which is not running here.")
+        if not isinstance(code, str) or not code.strip():
+            raise InvalidAnswer("Send your code: the training loop over `dataloader`.")
+        report = self.code_judge(card, code, served.learner_id)
+        findings = []
+        for mistake_id in report.mistakes:
+            mistake = self.library.mistake(card.id, mistake_id)
+            findings.append(Finding("your code", "", mistake.id, mistake.title,
+                                    mistake.explanation))
+        attempt = served.next_attempt({"status": report.status,
+                                       "mistakes": list(report.mistakes)})
+        verdict = self._finish(attempt, card, report.passed, tuple(findings), CODE_POLICY,
+                               advance=_advance(served, attempt, True) if stored else None)
+        return replace(verdict, report=report)
+
+    def _finish(self, served: Served, card: AnyCard, correct: bool,
+                findings: tuple[Finding, ...], policy: GradePolicy | None = None,
+                advance: Advance | None = None) -> Verdict:
+        now = self.clock()
+        today = study_day(now, served.timezone, served.rollover_hour)
+        latency_ms = max(0, int((now - served.served_at).total_seconds() * 1000))
+        quality = quality_for(correct, served.attempts, served.hint_used, latency_ms,
+                              policy or self.policy)
+        schedules = served.kind in ("new", "review")
+        after, fsrs, told = served.state, served.fsrs, (served.state.interval, today)
+        due, fsrs_due = today, None
+        if schedules:  # both schedulers move; the one in force says when
+            after = review(served.state, quality)
+            due = due_day(today, after.interval)
+            fsrs, fsrs_interval = review_fsrs(self._fsrs_before(served), quality, today)
+            fsrs_due = due_day(today, fsrs_interval)
+            told = (fsrs_interval, fsrs_due) if served.scheduler == "fsrs" else (
+                after.interval, due)
+        lapses = served.lapses + (schedules and quality < 3)
+        mistakes = sorted({m for attempt in served.chosen for m in mistakes_of(card, attempt)})
+        deck_id = self.library.deck_of(card.id).id
+        remedies = self._remedies(served, card, deck_id, mistakes, today) \
+            if mistakes and served.remediation else ()
+        record = ReviewRecord(
+            answer_id=served.serve_id, learner_id=served.learner_id, card_id=card.id,
+            deck_id=deck_id, card_rev=card.rev, kind=served.kind,
+            reviewed_at=now, study_day=today, quality=quality, correct=correct,
+            attempts=served.attempts, hint_used=served.hint_used, latency_ms=latency_ms,
+            chosen=list(served.chosen), mistake_ids=mistakes,
+            guild_id=served.guild_id, ef100=after.ef100, repetitions=after.repetitions,
+            interval=after.interval, due_day=due, lapses=lapses,
+            drill_pending=needs_drill(quality),
+            expected_count=served.review_count, changes_schedule=schedules,
+            told_interval=told[0], told_due_day=told[1], scheduler=served.scheduler,
+            fsrs_stability=fsrs and fsrs.stability, fsrs_difficulty=fsrs and fsrs.difficulty,
+            fsrs_due_day=fsrs_due, restart=served.restart,
+            corrected=tuple(sorted(corrects(frozenset(served.open_mistakes), correct,
+                                            served.attempts, served.hint_used, mistakes))),
+            remedies=tuple(remedies), remedy_day=remedy_day(today) if remedies else None,
+        )
+        try:
+            recorded = self.store.record(record, advance)
+        except StaleReview:
+            raise StaleCard("This card was already answered elsewhere.") from None
+        except ServedMoved:
+            raise AlreadyCounted("That answer was already counted.") from None
+        if not recorded.duplicate:
+            record_answer(served.kind, recorded.correct)
+        return Verdict(served, recorded.correct, True, findings, recorded.quality,
+                       recorded.due_day, recorded.interval, recorded.duplicate)
+
+    def _fsrs_before(self, served: Served) -> FSRSState | None:
+        """The FSRS state the review moves: the served card's, or for one served by a
+        version that did not carry it (mid-upgrade), the stored one, not a fresh start."""
+        if served.fsrs is not None or served.review_count is None or served.restart:
+            return served.fsrs
+        row = self.store.state(served.learner_id, served.card_id)
+        return None if row is None else fsrs_state(row)
+
+    def _remedies(self, served: Served, card: AnyCard, deck_id: str, mistakes: list[str],
+                  today: date) -> list[str]:
+        """The learner's cards to bring forward for the mistakes this answer showed."""
+        budget = REMEDIES_PER_DAY - self.store.remedies_used(served.learner_id, today)
+        if budget <= 0:
+            return []
+        tests = deck_tests(self.library, deck_id)
+        due_of, _ = DUE_KEYS[served.scheduler]
+        met = {s.card_id: Candidate(s.card_id, due_of(s), s.last_review_day,
+                                    s.remedy_day is not None)
+               for s in self.store.states(served.learner_id) if s.card_id in tests}
+        return pick_remedies(mistakes, card.id, tests, met, today, budget)
+
+    # -- progress ------------------------------------------------------------------------
+
+    def progress(self, learner: Learner, deck_id: str | None = None,
+                 guild_id: int | None = None, scheduler: str | None = None,
+                 remediation: bool | None = None) -> Progress:
+        today = self.today(learner)
+        choice = self.choice(learner, guild_id, scheduler, remediation)
+        due_of, _ = DUE_KEYS[choice.scheduler]
+        cards = {card.id for card in self.servable(deck_id)}
+        states = [s for s in self.store.states(learner.id) if s.card_id in cards]
+        unseen = len(cards) - len(states)
+        return Progress(
+            today=today,
+            due_now=sum(due_of(s) <= today for s in states),
+            new_left_today=min(unseen, self._new_left(learner, today)),
+            drills_left=sum(s.drill_pending and s.last_review_day == today for s in states),
+            next_due=min((due_of(s) for s in states if due_of(s) > today), default=None),
+            choice=choice,
+        )
+
+
+def _advance(before: Served, after: Served, finished: bool) -> Advance:
+    return Advance(before.serve_id, before.attempts, after.to_json(), finished)

@@ -1,0 +1,70 @@
+"""Core statements compiled once and run on a DBAPI cursor: the answer hot path."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+
+import sqlalchemy as sa
+
+from scheduler.storage.models import UTCDateTime
+
+
+class Prepared:
+    """A Core statement compiled once for this dialect, run on a DBAPI cursor.
+
+    Values go through the columns' own bind processors, so rows are stored exactly as
+    Core stores them, without Core's per-call cache lookup, execution context and result
+    set-up: together more than half the cost of a review on SQLite (`tutor bench answers`).
+    """
+
+    def __init__(self, statement: sa.Executable, dialect: sa.Dialect, keys: list[str]):
+        # Named parameters where the driver takes them (sqlite3's `:name`): a value used
+        # several times in the SQL (the streak update's day) is converted and sent once.
+        compiler_dialect = type(dialect)(paramstyle="named") if dialect.name == "sqlite" \
+            else dialect
+        compiled = statement.compile(dialect=compiler_dialect, column_keys=keys)
+        self.sql = compiled.string
+        names = compiled.positiontup if compiled.positional else list(compiled.binds)
+        self.positional = compiled.positional
+        self.binds = [(name, bind_processor(compiled.binds[name].type, dialect))
+                      for name in names]
+        # Literals in the statement (`day_reviews + 1`) are binds with a value of their own.
+        self.literals = {name: bind.value for name, bind in compiled.binds.items()
+                         if not bind.required}
+        if not self.positional:  # named parameters: each name once
+            self.binds = list(dict(self.binds).items())
+
+    def __call__(self, cursor, values: dict) -> int:
+        """Execute; return the number of rows written."""
+        if self.literals:
+            values = {**self.literals, **values}
+        if self.positional:  # one value per placeholder, in the SQL's order
+            cursor.execute(self.sql, [p(values[n]) if p else values[n] for n, p in self.binds])
+        else:
+            cursor.execute(self.sql, {n: p(values[n]) if p else values[n]
+                                      for n, p in self.binds})
+        return cursor.rowcount
+
+
+def bind_processor(type_: sa.types.TypeEngine, dialect: sa.Dialect):
+    """The column's own processor (dialect_impl: SQLite's datetime format), exactly what
+    Core applies; for SQLite's dates and UTC datetimes the same text from C-implemented
+    isoformat, a third of the answer path's bind cost (tests hold them equal)."""
+    if dialect.name == "sqlite":
+        if isinstance(type_, UTCDateTime):
+            return _sqlite_utc_datetime
+        if type(type_) is sa.Date:
+            return _sqlite_date
+    return type_.dialect_impl(dialect).bind_processor(dialect)
+
+
+def _sqlite_date(value: date | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def _sqlite_utc_datetime(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        raise ValueError("naive datetime: pass an aware (UTC) datetime")
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")

@@ -1,0 +1,86 @@
+"""Served cards kept between requests (Discord): their attempt state and select-menu
+drafts. The engine (`bot.engine.play`) is their only user."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import sqlalchemy as sa
+
+from scheduler.storage.models import ServedCard
+
+served_t = ServedCard.__table__
+
+
+def advance_statement() -> sa.Update:
+    """Store a served card's next attempt state unless another click got there first."""
+    return (
+        served_t.update()
+        .where(served_t.c.serve_id == sa.bindparam("k_serve"),
+               served_t.c.attempts == sa.bindparam("k_attempts"),
+               served_t.c.finished.is_(False))
+        .values(served=sa.bindparam("served", type_=served_t.c.served.type),
+                attempts=sa.bindparam("attempts", type_=sa.Integer()),
+                finished=sa.bindparam("finished", type_=sa.Boolean()),
+                draft=sa.bindparam("draft", type_=served_t.c.draft.type))
+    )
+
+
+def advance_values(advance) -> dict:
+    return {"k_serve": advance.serve_id, "k_attempts": advance.attempts,
+            "served": advance.served, "attempts": advance.served["attempts"],
+            "finished": advance.finished, "draft": {}}
+
+
+def _keeping_draft() -> sa.Update:
+    return advance_statement().values(draft=served_t.c.draft)
+
+
+class ServedQueries:
+    """Mixed into Store (which provides `engine`)."""
+
+    engine: sa.Engine
+
+    def save_served(self, serve_id: str, learner_id: int, served: dict, at: datetime) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(served_t.insert(), {
+                "serve_id": serve_id, "learner_id": learner_id, "served": served,
+                "attempts": served["attempts"], "draft": {}, "finished": False,
+                "served_at": at,
+            })
+
+    def load_served(self, serve_id: str) -> ServedCard | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                sa.select(served_t).where(served_t.c.serve_id == serve_id)).first()
+        return None if row is None else ServedCard(**row._mapping)
+
+    def advance_served(self, advance) -> bool:
+        """Store the next attempt state unless another click got there first."""
+        statement = advance_statement() if advance.clear_draft else _keeping_draft()
+        with self.engine.begin() as conn:
+            return bool(conn.execute(statement, advance_values(advance)).rowcount)
+
+    def set_draft(self, serve_id: str, blank_id: str, chip_id: str) -> dict | None:
+        """Remember one select-menu pick; the whole draft, or None for a finished card."""
+        with self.engine.begin() as conn:
+            row = conn.execute(
+                sa.select(served_t.c.draft, served_t.c.finished)
+                .where(served_t.c.serve_id == serve_id).with_for_update()
+            ).first()
+            if row is None or row.finished:
+                return None
+            draft = {**row.draft, blank_id: chip_id}
+            conn.execute(served_t.update().where(served_t.c.serve_id == serve_id)
+                         .values(draft=draft))
+        return draft
+
+    def open_served(self, learner_id: int, limit: int = 10) -> list[ServedCard]:
+        """This learner's unfinished cards, newest first."""
+        query = (
+            sa.select(served_t)
+            .where(served_t.c.learner_id == learner_id, served_t.c.finished.is_(False))
+            .order_by(served_t.c.served_at.desc()).limit(limit)
+        )
+        with self.engine.connect() as conn:
+            return [ServedCard(**r._mapping) for r in conn.execute(query)]

@@ -1,0 +1,380 @@
+"""Reads and writes of learners, card states and review logs.
+
+Everything here is SQLAlchemy Core on the sqlmodel tables: the ORM unit of work costs ~10x
+on the answer hot path (docs/architecture.md, "Storage"). One review is one transaction: the
+log row (unique answer id: a repeated answer is recorded once), the card state (guarded by
+its review count: an answer served against an older state is refused as stale) and, from
+Discord, the served card's last attempt (guarded by its attempt number).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+import sqlalchemy as sa
+
+from scheduler.storage.boards import BoardQueries
+from scheduler.storage.decks import DeckQueries
+from scheduler.storage.learners import LearnerQueries
+from scheduler.storage.misconceptions import MisconceptionQueries
+from scheduler.storage.models import CardState, Learner, ReviewLog
+from scheduler.storage.prepared import Prepared
+from scheduler.storage.reminders import ReminderQueries
+from scheduler.storage.served import ServedQueries, advance_statement, advance_values
+
+learner_t = Learner.__table__
+state_t = CardState.__table__
+log_t = ReviewLog.__table__
+
+
+class StaleReview(Exception):
+    """The card state changed since the card was served; nothing was recorded."""
+
+
+class ServedMoved(Exception):
+    """The served card's attempt moved on (another click got there first); nothing was
+    recorded."""
+
+
+@dataclass(frozen=True, slots=True)
+class Advance:
+    """A served card's next attempt state, written only if it is still at `attempts`."""
+
+    serve_id: str
+    attempts: int
+    served: dict
+    finished: bool
+    clear_draft: bool = True  # a new attempt starts with no picks; a hint keeps them
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewRecord:
+    """One graded answer and the state it leaves behind."""
+
+    answer_id: str
+    learner_id: int
+    card_id: str
+    deck_id: str
+    card_rev: int
+    kind: str
+    reviewed_at: datetime
+    study_day: date
+    quality: int
+    correct: bool
+    attempts: int
+    hint_used: bool
+    latency_ms: int
+    chosen: list
+    mistake_ids: list
+    guild_id: int | None
+    # The state after this review, SM-2's and FSRS's; `expected_count` is the review count
+    # it was served at (None: a new card, no state row yet).
+    ef100: int
+    repetitions: int
+    interval: int
+    due_day: date
+    lapses: int
+    drill_pending: bool
+    expected_count: int | None
+    changes_schedule: bool
+    # What the learner was told, by the scheduler they are on.
+    told_interval: int
+    told_due_day: date
+    scheduler: str = "sm2"
+    fsrs_stability: float | None = None
+    fsrs_difficulty: float | None = None
+    fsrs_due_day: date | None = None
+    restart: bool = False
+    # Misconceptions this answer corrected (`mistake_ids`: those it showed), and the cards
+    # it brought forward to `remedy_day`.
+    corrected: tuple[str, ...] = ()
+    remedies: tuple[str, ...] = ()
+    remedy_day: date | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    duplicate: bool
+    quality: int
+    correct: bool
+    due_day: date
+    interval: int
+
+
+class Store(LearnerQueries, BoardQueries, DeckQueries, MisconceptionQueries, ReminderQueries,
+            ServedQueries):
+    def __init__(self, engine: sa.Engine):
+        self.engine = engine
+        self._write_lock = threading.Lock()
+        self._write_conn = None
+        self._integrity_error = engine.dialect.loaded_dbapi.IntegrityError
+        dialect = engine.dialect.name
+        # Compiled once: the answer hot path only binds values.
+        d = engine.dialect
+        self._insert_log = Prepared(log_t.insert(), d, [*_LOG_COLUMNS.values()])
+        self._insert_state = Prepared(state_t.insert(), d,
+                                      [*_STATE_COLUMNS.values(), *_FIRST_REVIEW])
+        self._update_schedule = Prepared(_keyed_update(
+            **{c: sa.bindparam(c, type_=state_t.c[c].type)
+               for c in _SCHEDULE_COLUMNS.values()},
+            review_count=state_t.c.review_count + sa.literal_column("1"),
+            remedy_day=None,  # a scheduled review is more than the remedy was for
+        ), d, [])
+        self._update_drill = Prepared(_keyed_update(
+            drill_pending=sa.bindparam("drill_pending", type_=sa.Boolean())), d, [])
+        self._count_review = Prepared(_streak_update(), d, [])
+        self._advance_served = Prepared(advance_statement(), d, [])
+        self._clear_remedy = Prepared(_keyed_update(remedy_day=None), d, [])
+        self._prepare_misconceptions(d)
+        self._prepare_learners(dialect)
+
+    @property
+    def on_server(self) -> bool:
+        """A database server (PostgreSQL), whose calls wait on the network and on its
+        commit flush, rather than a file (SQLite), whose calls only use CPU."""
+        return self.engine.dialect.name != "sqlite"
+
+    def ping(self) -> bool:
+        with self.engine.connect() as conn:
+            return conn.exec_driver_sql("SELECT 1").scalar() == 1
+
+    # -- card states ---------------------------------------------------------------------
+
+    # Card states come back as plain rows (attribute access): validating them into
+    # SQLModel objects cost ~100 µs a row, most of serving a card.
+
+    def state(self, learner_id: int, card_id: str) -> sa.Row | None:
+        with self.engine.connect() as conn:
+            return conn.execute(
+                sa.select(state_t).where(
+                    state_t.c.learner_id == learner_id, state_t.c.card_id == card_id
+                )
+            ).first()
+
+    def states(self, learner_id: int) -> list[sa.Row]:
+        with self.engine.connect() as conn:
+            return conn.execute(
+                sa.select(state_t).where(state_t.c.learner_id == learner_id)).all()
+
+    def new_cards_on(self, learner_id: int, day: date) -> int:
+        """How many cards this learner first met on `day`."""
+        query = sa.select(sa.func.count()).where(
+            log_t.c.learner_id == learner_id, log_t.c.study_day == day, log_t.c.kind == "new"
+        )
+        with self.engine.connect() as conn:
+            return conn.execute(query).scalar_one()
+
+    def reviews_on(self, learner_id: int, day: date) -> list[ReviewLog]:
+        query = (
+            sa.select(log_t)
+            .where(log_t.c.learner_id == learner_id, log_t.c.study_day == day)
+            .order_by(log_t.c.id)
+        )
+        with self.engine.connect() as conn:
+            return [ReviewLog.model_validate(r._mapping) for r in conn.execute(query)]
+
+    def learner_totals(self, learner_id: int) -> tuple[int, int]:
+        """(graded reviews, of which right on the first try), drills and cram excluded."""
+        first_try = sa.and_(log_t.c.correct, log_t.c.attempts == 1)
+        query = sa.select(
+            sa.func.count(), sa.func.coalesce(sa.func.sum(sa.case((first_try, 1), else_=0)), 0)
+        ).where(log_t.c.learner_id == learner_id, log_t.c.kind.in_(("new", "review")))
+        with self.engine.connect() as conn:
+            total, right = conn.execute(query).one()
+        return int(total), int(right)
+
+    def reviews_per_day(self, learner_id: int, since: datetime) -> dict[date, int]:
+        """Graded reviews per study day (drills and cram excluded)."""
+        query = (
+            sa.select(log_t.c.study_day, sa.func.count())
+            .where(log_t.c.learner_id == learner_id, log_t.c.reviewed_at >= since,
+                   log_t.c.kind.in_(("new", "review")))
+            .group_by(log_t.c.study_day)
+        )
+        with self.engine.connect() as conn:
+            return dict(conn.execute(query).all())
+
+    def retention_by_week(self, learner_id: int, since: datetime) -> list[tuple[date, float, int]]:
+        """(week start, share right on the first try, reviews) for due reviews, by week."""
+        counts: dict[date, list[int]] = {}
+        query = sa.select(log_t.c.study_day, log_t.c.correct, log_t.c.attempts,
+                          log_t.c.hint_used).where(
+            log_t.c.learner_id == learner_id, log_t.c.reviewed_at >= since,
+            log_t.c.kind == "review")
+        with self.engine.connect() as conn:
+            for day, correct, attempts, hint in conn.execute(query):
+                week = counts.setdefault(day - timedelta(days=day.weekday()), [0, 0])
+                week[0] += bool(correct and attempts == 1 and not hint)
+                week[1] += 1
+        return [(week, right / total, total) for week, (right, total) in sorted(counts.items())]
+
+    def review(self, answer_id: str) -> ReviewLog | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(log_t).where(log_t.c.answer_id == answer_id)).first()
+        return None if row is None else ReviewLog.model_validate(row._mapping)
+
+    # -- the answer hot path -------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _writing(self):
+        """A DBAPI connection for one review. SQLite: one long-lived connection under a
+        lock, since a pool checkout per answer would cost more than the commit itself (the
+        database takes one writer at a time anyway). A server: a pooled connection each,
+        so concurrent answers commit side by side instead of queueing for one flush each.
+        The pool's proxy is kept (to close it properly); the driver's connection works."""
+        if self.on_server:
+            pooled = self.engine.raw_connection()
+            try:
+                yield pooled.driver_connection
+            finally:
+                pooled.close()
+            return
+        with self._write_lock:
+            if self._write_conn is None:
+                self._write_conn = self.engine.raw_connection()
+            yield self._write_conn.driver_connection
+
+    def close(self) -> None:
+        with self._write_lock:
+            if self._write_conn is not None:
+                self._write_conn.close()
+                self._write_conn = None
+
+    def record(self, r: ReviewRecord, advance: Advance | None = None) -> Recorded:
+        """Log one graded answer and move the card's state, in one transaction, with the
+        served card's last attempt (`advance`) when there is one.
+
+        A repeated answer id returns what was recorded the first time. A state that moved
+        since the card was served raises StaleReview, a served card that moved on raises
+        ServedMoved; either way nothing is recorded.
+        """
+        with self._writing() as conn:
+            cursor = conn.cursor()
+            try:
+                if advance is not None and not self._advance_served(
+                        cursor, advance_values(advance)):
+                    raise ServedMoved(advance.serve_id)  # rolled back below
+                self._insert_log(cursor, _values(r, _LOG_COLUMNS))
+                written = self._write_state(cursor, r)
+                if written and r.changes_schedule:
+                    self._count_review(cursor, {"k_learner": r.learner_id, "day": r.study_day,
+                                                "yesterday": r.study_day - timedelta(days=1)})
+                if written and (r.mistake_ids or r.corrected or r.remedies):
+                    self._write_misconceptions(cursor, r)
+            except self._integrity_error:
+                # Plain INSERTs (ON CONFLICT cannot be cached by SQLAlchemy): a conflict is a
+                # repeated answer id, or a racing first review of the same card.
+                conn.rollback()
+                written = None
+            except BaseException:
+                conn.rollback()
+                raise
+            finally:
+                cursor.close()
+            if written:
+                conn.commit()
+                return Recorded(False, r.quality, r.correct, r.told_due_day, r.told_interval)
+            conn.rollback()
+        first = self.review(r.answer_id) if written is None else None
+        if first is None:
+            raise StaleReview(r.card_id)
+        return Recorded(True, first.quality, first.correct, first.due_day_after,
+                        first.interval_after)
+
+    def _write_state(self, cursor, r: ReviewRecord) -> bool:
+        if r.kind == "cram":
+            return True  # cramming is logged but never moves the schedule
+        if r.expected_count is None:
+            if not r.changes_schedule:
+                return True  # a drill or cram of a card never scheduled leaves no state
+            return bool(self._insert_state(cursor, {**_values(r, _STATE_COLUMNS),
+                                                     **_FIRST_REVIEW}))
+        key = {"k_learner": r.learner_id, "k_card": r.card_id, "k_count": r.expected_count}
+        if r.changes_schedule:
+            return bool(self._update_schedule(cursor, {**key,
+                                                       **_values(r, _SCHEDULE_COLUMNS)}))
+        if r.kind == "remedy":  # served, so no longer pending; no schedule moves
+            return bool(self._clear_remedy(cursor, key))
+        # A rule-7 drill changes no schedule.
+        return bool(self._update_drill(cursor, {**key, "drill_pending": r.drill_pending}))
+
+
+# Where each stored field of a ReviewRecord goes: (review_log column, card_state column).
+# The statements and their values all derive from this one table.
+_STORED = {
+    "answer_id": ("answer_id", None),
+    "learner_id": ("learner_id", "learner_id"),
+    "card_id": ("card_id", "card_id"),
+    "deck_id": ("deck_id", "deck_id"),
+    "card_rev": ("card_rev", "card_rev"),
+    "guild_id": ("guild_id", None),
+    "kind": ("kind", None),
+    "reviewed_at": ("reviewed_at", "last_reviewed_at"),
+    "study_day": ("study_day", "last_review_day"),
+    "quality": ("quality", None),
+    "correct": ("correct", None),
+    "attempts": ("attempts", None),
+    "hint_used": ("hint_used", None),
+    "latency_ms": ("latency_ms", None),
+    "chosen": ("chosen", None),
+    "mistake_ids": ("mistake_ids", None),
+    "ef100": ("ef100_after", "ef100"),
+    "repetitions": (None, "repetitions"),
+    "interval": (None, "interval"),
+    "due_day": (None, "due_day"),
+    "lapses": (None, "lapses"),
+    "drill_pending": (None, "drill_pending"),
+    "fsrs_stability": (None, "fsrs_stability"),
+    "fsrs_difficulty": (None, "fsrs_difficulty"),
+    "fsrs_due_day": (None, "fsrs_due_day"),
+    "scheduler": ("scheduler", None),
+    "told_interval": ("interval_after", None),
+    "told_due_day": ("due_day_after", None),
+    "restart": ("restart", None),
+}
+_LOG_COLUMNS = {field: log for field, (log, _) in _STORED.items() if log}
+_STATE_COLUMNS = {field: state for field, (_, state) in _STORED.items() if state}
+# What a review changes in an existing state row (its key and deck stay).
+_SCHEDULE_COLUMNS = {field: column for field, column in _STATE_COLUMNS.items()
+                     if column not in ("learner_id", "card_id", "deck_id")}
+_FIRST_REVIEW = {"review_count": 1}
+
+
+def _values(r: ReviewRecord, columns: dict[str, str]) -> dict:
+    return {column: getattr(r, field) for field, column in columns.items()}
+
+
+def _streak_update() -> sa.Update:
+    """Count a graded review towards the learner's day; the review that reaches the daily
+    minimum extends the streak (or starts a new one). One statement, no read: every SET
+    expression sees the row as it was."""
+    day = sa.bindparam("day", type_=sa.Date())
+    c = learner_t.c
+    count = sa.case((c.day_reviews_day == day, c.day_reviews + 1), else_=1)
+    reaches = count == c.daily_minimum
+    streak = sa.case((reaches, sa.case(
+        (c.streak_day == sa.bindparam("yesterday", type_=sa.Date()), c.streak + 1), else_=1)),
+        else_=c.streak)
+    return learner_t.update().where(c.id == sa.bindparam("k_learner")).values(
+        day_reviews=count, day_reviews_day=day, streak=streak,
+        streak_day=sa.case((reaches, day), else_=c.streak_day),
+        longest_streak=sa.case((streak > c.longest_streak, streak), else_=c.longest_streak),
+        # They are back: reminders were not ignored, and their DMs may be open again.
+        reminders_ignored=sa.literal_column("0"), unreachable=sa.false(),
+    )
+
+
+def _keyed_update(**values) -> sa.Update:
+    """UPDATE card_state guarded by the review count the card was served at."""
+    return (
+        state_t.update()
+        .where(
+            state_t.c.learner_id == sa.bindparam("k_learner"),
+            state_t.c.card_id == sa.bindparam("k_card"),
+            state_t.c.review_count == sa.bindparam("k_count"),
+        )
+        .values(**values)
+    )
