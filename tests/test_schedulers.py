@@ -4,6 +4,7 @@ what the review log replays to, so switching and switching back loses nothing.""
 
 from __future__ import annotations
 
+import json
 import random
 from datetime import date, datetime, timedelta
 
@@ -16,11 +17,11 @@ from bot.engine.served import Served
 from bot.engine.servers import Servers
 from bot.engine.tutor import Tutor
 from content.loader import DeckLibrary, parse_deck
-from scheduler.choice import DEFAULT_SCHEDULER
+from scheduler.choice import DEFAULT_SCHEDULER, DUE_KEYS, SchedulerName, resolve
 from scheduler.fsrs_review import FSRSState, rating_for, review_fsrs
 from scheduler.replay import LoggedReview, backfill_fsrs, replay, replayed_states
 from scheduler.storage.db import downgrade, upgrade
-from scheduler.storage.models import ReviewLog
+from scheduler.storage.models import CardState, ReviewLog
 from tests.helpers.paths import FIXTURES
 from tests.helpers.records import RIGHT
 
@@ -226,6 +227,37 @@ def test_reminders_count_the_cards_due_under_the_learners_scheduler(tutor, store
         learner = learners.update_settings(learner, {"scheduler": scheduler})
         assert tutor.progress(learner).due_now == store.due_count(
             learner.id, tutor.today(learner), scheduler)
+
+
+def test_due_in_python_and_in_sql_agree_on_every_kind_of_state(tutor, store):
+    # The engine sorts and counts with DUE_KEYS, reminders count in SQL: one table (DUE).
+    learner = tutor.learner("local:ann")
+    states = [  # (SM-2's due day, FSRS's: None for a state from before FSRS was kept)
+        (TODAY, None), (TODAY + timedelta(days=1), None), (TODAY - timedelta(days=3), None),
+        (TODAY, TODAY + timedelta(days=2)), (TODAY + timedelta(days=5), TODAY),
+        (TODAY + timedelta(days=1), TODAY - timedelta(days=1)),
+    ]
+    with store.engine.begin() as conn:
+        conn.execute(CardState.__table__.insert(), [
+            {"learner_id": learner.id, "card_id": f"d/c{i}", "deck_id": "d", "card_rev": 1,
+             "due_day": sm2, "fsrs_due_day": fsrs} for i, (sm2, fsrs) in enumerate(states)])
+    rows = store.states(learner.id)
+    assert len(rows) == len(states)
+    for scheduler in SchedulerName:
+        due_of, _ = DUE_KEYS[scheduler]
+        for day in range(-4, 7):
+            today = TODAY + timedelta(days=day)
+            assert store.due_count(learner.id, today, scheduler) == sum(
+                due_of(s) <= today for s in rows), (scheduler, today)
+
+
+def test_a_scheduler_name_is_the_string_stored_and_sent():
+    assert [str(s) for s in SchedulerName] == ["sm2", "fsrs"]
+    assert SchedulerName.parse("fsrs") is SchedulerName.FSRS
+    assert SchedulerName.parse("anki") is None and SchedulerName.parse(None) is None
+    assert resolve("anki", "fsrs", None).scheduler == DEFAULT_SCHEDULER
+    assert resolve(None, "fsrs", None).scheduler is SchedulerName.FSRS
+    assert json.dumps(resolve("fsrs", None, None).scheduler) == '"fsrs"'
 
 
 def test_the_fsrs_migration_replays_existing_history(engine):

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 
 from bot.engine.tutor import Tutor, TutorError
 from scheduler import reminders as schedule
-from scheduler.choice import SCHEDULERS
+from scheduler.choice import SchedulerName
 from scheduler.reminders import ReminderSweep, Sender, SweepReport
 from scheduler.storage.models import Learner
 from scheduler.studyday import resolve_zone
@@ -35,10 +35,11 @@ def checked(changes: dict) -> dict:
                 raise BadSetting(f"'{value}' is not a timezone I know. Pick one from the "
                                  "list, e.g. Europe/Berlin.") from None
         elif name == "scheduler":  # None: follow the server's choice
-            if value is not None and value not in SCHEDULERS:
-                raise BadSetting("The scheduler is one of: " + ", ".join(SCHEDULERS)
+            scheduler = SchedulerName.parse(value)
+            if value is not None and scheduler is None:
+                raise BadSetting("The scheduler is one of: " + ", ".join(SchedulerName)
                                  + " (or the server's choice).")
-            out[name] = value
+            out[name] = scheduler
         elif name in FLAGS:
             if not isinstance(value, bool):
                 raise BadSetting(f"{name} must be true or false.")

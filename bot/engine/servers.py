@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.engine.tutor import Tutor, TutorError
-from scheduler.choice import SCHEDULERS
+from scheduler.choice import SchedulerName
 from scheduler.storage.models import GuildSettings
 from scheduler.studyday import resolve_zone
 
@@ -27,9 +27,10 @@ class Servers:
 
     def set_scheduler(self, guild_id: int, scheduler: str | None) -> None:
         """The scheduler for this server's learners who chose none (None: the default)."""
-        if scheduler is not None and scheduler not in SCHEDULERS:
-            raise BadServerSetting("The scheduler is one of: " + ", ".join(SCHEDULERS) + ".")
-        self.store.update_guild_settings(guild_id, scheduler=scheduler)
+        name = SchedulerName.parse(scheduler)
+        if scheduler is not None and name is None:
+            raise BadServerSetting("The scheduler is one of: " + ", ".join(SchedulerName) + ".")
+        self.store.update_guild_settings(guild_id, scheduler=name)
 
     def set_remediation(self, guild_id: int, enabled: bool) -> None:
         if not isinstance(enabled, bool):

@@ -39,7 +39,7 @@ from bot.engine.served import Kind, Served, new_serve_id
 from bot.observability import record_answer
 from content.loader import AnyCard, DeckLibrary
 from content.schema import CodeCard, FillInCard
-from scheduler.choice import DUE_KEYS, Choice, fsrs_state, resolve
+from scheduler.choice import DUE_KEYS, Choice, SchedulerName, fsrs_state, resolve
 from scheduler.fsrs_review import FSRSState, review_fsrs
 from scheduler.grading import DEFAULT_POLICY, MAX_ATTEMPTS, GradePolicy, needs_drill, quality_for
 from scheduler.remediation import (
@@ -356,7 +356,7 @@ class Tutor:
             due = due_day(today, after.interval)
             fsrs, fsrs_interval = review_fsrs(self._fsrs_before(served), quality, today)
             fsrs_due = due_day(today, fsrs_interval)
-            told = (fsrs_interval, fsrs_due) if served.scheduler == "fsrs" else (
+            told = (fsrs_interval, fsrs_due) if served.scheduler == SchedulerName.FSRS else (
                 after.interval, due)
         lapses = served.lapses + (schedules and quality < 3)
         mistakes = sorted({m for attempt in served.chosen for m in mistakes_of(card, attempt)})

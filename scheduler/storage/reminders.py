@@ -7,6 +7,7 @@ from datetime import date, datetime
 
 import sqlalchemy as sa
 
+from scheduler.choice import DEFAULT_SCHEDULER, DUE, SchedulerName
 from scheduler.reminders import Claimed
 from scheduler.storage.models import CardState, GuildMember, GuildSettings, Learner
 
@@ -16,6 +17,14 @@ member_t = GuildMember.__table__
 guild_t = GuildSettings.__table__
 # What a reminder sweep reads of each claimed learner: exactly the fields of Claimed.
 REMINDER_FIELDS = tuple(field.name for field in dataclasses.fields(Claimed))
+
+
+def due_day_sql(scheduler: SchedulerName) -> sa.ColumnElement:
+    """A card state's due day under ``scheduler``: scheduler/choice.py's DUE, as SQL."""
+    due = DUE[scheduler]
+    if due.fallback is None:
+        return state_t.c[due.column]
+    return sa.func.coalesce(state_t.c[due.column], state_t.c[due.fallback])
 
 
 class ReminderQueries:
@@ -62,12 +71,11 @@ class ReminderQueries:
                 .values(**values))
         return bool(result.rowcount)
 
-    def due_count(self, learner_id: int, today: date, scheduler: str = "sm2") -> int:
-        """Cards due by ``today`` under ``scheduler`` (bot/engine/tutor.py DUE_KEYS)."""
-        due = state_t.c.due_day if scheduler == "sm2" else sa.func.coalesce(
-            state_t.c.fsrs_due_day, state_t.c.due_day)
+    def due_count(self, learner_id: int, today: date,
+                  scheduler: SchedulerName = DEFAULT_SCHEDULER) -> int:
+        """Cards due by ``today`` under ``scheduler``."""
         query = sa.select(sa.func.count()).where(
-            state_t.c.learner_id == learner_id, due <= today)
+            state_t.c.learner_id == learner_id, due_day_sql(scheduler) <= today)
         with self.engine.connect() as conn:
             return conn.execute(query).scalar_one()
 

@@ -16,6 +16,7 @@ from datetime import date, datetime, timedelta
 
 import sqlalchemy as sa
 
+from scheduler.choice import DEFAULT_SCHEDULER, SchedulerName
 from scheduler.storage.boards import BoardQueries
 from scheduler.storage.decks import DeckQueries
 from scheduler.storage.learners import LearnerQueries
@@ -83,7 +84,7 @@ class ReviewRecord:
     # What the learner was told, by the scheduler they are on.
     told_interval: int
     told_due_day: date
-    scheduler: str = "sm2"
+    scheduler: SchedulerName = DEFAULT_SCHEDULER
     fsrs_stability: float | None = None
     fsrs_difficulty: float | None = None
     fsrs_due_day: date | None = None
