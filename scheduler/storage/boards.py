@@ -8,16 +8,28 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from scheduler.leaderboard import (
-    GRADED_KINDS,
-    Board,
-    Insights,
-    Standing,
-    first_try_sql,
-    learner_t,
-    log_t,
-    points_sql,
-)
+from scheduler.leaderboard import GRADED_KINDS, POINTS, Board, Insights, Standing
+from scheduler.storage.models import Learner, ReviewLog
+
+log_t = ReviewLog.__table__
+learner_t = Learner.__table__
+
+
+def first_try_sql() -> sa.ColumnElement:
+    """Right on the first attempt without a hint: the only answer that shows recall."""
+    c = log_t.c
+    return sa.and_(c.correct, c.attempts == 1, c.hint_used.is_(False))
+
+
+def points_sql() -> sa.ColumnElement:
+    """points_for in SQL, so boards are one aggregate over the log."""
+    c = log_t.c
+    first_try = first_try_sql()
+    return sa.case(
+        *[(sa.and_(c.kind == kind, first_try if ft else sa.not_(first_try),
+                   c.correct if ok else sa.not_(c.correct)), points)
+          for (kind, ft, ok), points in POINTS.items() if points],
+        else_=0)
 
 
 class BoardQueries:
