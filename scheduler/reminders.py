@@ -206,7 +206,7 @@ class ReminderSweep:
             token = secrets.token_hex(8)
             now = self.clock()
             started = time.perf_counter()
-            claimed = self.store.claim_reminders(now, token, now - LEASE, self.batch)
+            claimed = self.store.reminders.claim(now, token, now - LEASE, self.batch)
             report.claim_ms += (time.perf_counter() - started) * 1000
             if not claimed:
                 return report
@@ -226,15 +226,15 @@ class ReminderSweep:
             slot = next_reminder(learner, now - GRACE)
             if slot > now:
                 report.too_late += 1
-                self.store.advance_reminder(learner.id, token, slot, sent_at=None)
+                self.store.reminders.advance(learner.id, token, slot, sent_at=None)
                 return
         today = study_day(now, learner.timezone, learner.rollover_hour)
-        choice = resolve(learner.scheduler, *self.store.server_choice(learner.id, None))
-        due = self.store.due_count(learner.id, today, choice.scheduler)
+        choice = resolve(learner.scheduler, *self.store.servers.choice(learner.id, None))
+        due = self.store.reminders.due_count(learner.id, today, choice.scheduler)
         if due < learner.reminder_min_due:
             report.nothing_due += 1
-            self.store.advance_reminder(learner.id, token, next_reminder(learner, now),
-                                        sent_at=None)
+            self.store.reminders.advance(learner.id, token, next_reminder(learner, now),
+                                         sent_at=None)
             return
         reminder = Reminder(learner.id, learner.external_id, learner.display_name, due,
                             current_streak(learner, today), slot, nonce_for(learner.id, slot),
@@ -245,7 +245,7 @@ class ReminderSweep:
             await self.sender.send_dm(reminder)
             report.sent += 1
         except DMClosed:
-            channel = self.store.reminder_channel_for(learner.id)
+            channel = self.store.reminders.channel_for(learner.id)
             if channel is None:
                 unreachable = True
                 report.unreachable += 1
@@ -255,8 +255,8 @@ class ReminderSweep:
         report.sent_ids.append(learner.id)
         ignored = learner.reminders_ignored + 1
         following = next_reminder(replace(learner, reminders_ignored=ignored), now)
-        self.store.advance_reminder(learner.id, token, following, sent_at=now,
-                                    ignored=ignored, unreachable=unreachable)
+        self.store.reminders.advance(learner.id, token, following, sent_at=now,
+                                     ignored=ignored, unreachable=unreachable)
 
 
 def current_streak(learner: StreakHolder, today: date) -> int:

@@ -69,13 +69,13 @@ class Learners:
             changes.update(reminders_ignored=0, unreachable=False)
         after = learner.model_copy(update=changes)
         changes["next_reminder_at"] = schedule.reschedule(after, self.tutor.clock())
-        self.store.update_learner(learner.id, **changes)
-        return self.store.get_learner(learner.id)
+        self.store.learners.update(learner.id, **changes)
+        return self.store.learners.get(learner.id)
 
     def totals(self, learner: Learner) -> tuple[int, int, int]:
         """(reviews, right on the first try, cards seen)."""
-        reviewed, first_try = self.store.learner_totals(learner.id)
-        return reviewed, first_try, len(self.store.states(learner.id))
+        reviewed, first_try = self.store.reviews.totals(learner.id)
+        return reviewed, first_try, len(self.store.reviews.states(learner.id))
 
     async def send_due_reminders(self, sender: Sender) -> SweepReport:
         """One sweep: claim every learner whose reminder is due and hand each to `sender`."""
@@ -83,12 +83,12 @@ class Learners:
 
     def snooze_reminders(self, learner: Learner) -> datetime:
         until = self.tutor.clock() + SNOOZE
-        self.store.update_learner(learner.id, next_reminder_at=until)
+        self.store.learners.update(learner.id, next_reminder_at=until)
         return until
 
     def pause_reminders(self, learner: Learner) -> None:
-        self.store.update_learner(learner.id, reminders_enabled=False, next_reminder_at=None)
+        self.store.learners.update(learner.id, reminders_enabled=False, next_reminder_at=None)
 
     def forget(self, learner: Learner) -> None:
         """Delete the learner and everything of theirs."""
-        self.store.delete_learner(learner.id)
+        self.store.learners.delete(learner.id)

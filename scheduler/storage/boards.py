@@ -9,6 +9,7 @@ from datetime import datetime
 import sqlalchemy as sa
 
 from scheduler.leaderboard import GRADED_KINDS, POINTS, Board, Insights, Standing
+from scheduler.storage.db import Queries
 from scheduler.storage.models import Learner, ReviewLog
 
 log_t = ReviewLog.__table__
@@ -32,12 +33,10 @@ def points_sql() -> sa.ColumnElement:
         else_=0)
 
 
-class BoardQueries:
-    """Mixed into Store: needs `self.engine`."""
+class Boards(Queries):
+    """`store.boards`."""
 
-    engine: sa.Engine
-
-    def board(self, guild_id: int, since: datetime | None, *, page: int = 1,
+    def standings(self, guild_id: int, since: datetime | None, *, page: int = 1,
               per_page: int = 10, caller_id: int | None = None) -> Board:
         """One page of a server's board since `since` (None: all time), and the caller's
         own standing wherever it is."""

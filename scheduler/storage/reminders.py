@@ -9,6 +9,7 @@ import sqlalchemy as sa
 
 from scheduler.choice import DEFAULT_SCHEDULER, DUE, SchedulerName
 from scheduler.reminders import Claimed
+from scheduler.storage.db import Queries
 from scheduler.storage.models import CardState, GuildMember, GuildSettings, Learner
 
 learner_t = Learner.__table__
@@ -27,12 +28,10 @@ def due_day_sql(scheduler: SchedulerName) -> sa.ColumnElement:
     return sa.func.coalesce(state_t.c[due.column], state_t.c[due.fallback])
 
 
-class ReminderQueries:
-    """Mixed into Store (which provides `engine`)."""
+class Reminders(Queries):
+    """`store.reminders`."""
 
-    engine: sa.Engine
-
-    def claim_reminders(self, now: datetime, token: str, expired_before: datetime,
+    def claim(self, now: datetime, token: str, expired_before: datetime,
                         limit: int) -> list[sa.Row]:
         """Claim up to `limit` due reminders (oldest first) for this sweep.
 
@@ -55,9 +54,9 @@ class ReminderQueries:
             rows = conn.execute(claim).all()
         return sorted(rows, key=lambda row: (row.next_reminder_at, row.id))
 
-    def advance_reminder(self, learner_id: int, token: str, next_at: datetime, *,
-                         sent_at: datetime | None, ignored: int | None = None,
-                         unreachable: bool = False) -> bool:
+    def advance(self, learner_id: int, token: str, next_at: datetime, *,
+                sent_at: datetime | None, ignored: int | None = None,
+                unreachable: bool = False) -> bool:
         """Move a claimed reminder to its next slot and release the claim."""
         values = {"next_reminder_at": next_at, "reminder_claim": None,
                   "reminder_claimed_at": None, "unreachable": unreachable}
@@ -79,7 +78,7 @@ class ReminderQueries:
         with self.engine.connect() as conn:
             return conn.execute(query).scalar_one()
 
-    def reminder_channel_for(self, learner_id: int) -> int | None:
+    def channel_for(self, learner_id: int) -> int | None:
         """The reminder channel of the server this learner used most recently, if any."""
         query = (
             sa.select(guild_t.c.reminder_channel_id)
