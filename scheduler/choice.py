@@ -5,51 +5,111 @@ remediation")."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date
-from typing import Literal, NamedTuple
+from enum import StrEnum
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-import sqlalchemy as sa
+if TYPE_CHECKING:
+    from scheduler.fsrs_review import FSRSState
 
-from scheduler.fsrs_review import FSRSState
+__all__ = ["DEFAULT_REMEDIATION", "DEFAULT_SCHEDULER", "DUE", "DUE_KEYS", "SCHEDULERS",
+           "Choice", "Due", "SchedulerName", "fsrs_state", "resolve"]
 
-__all__ = ["DEFAULT_REMEDIATION", "DEFAULT_SCHEDULER", "DUE_KEYS", "SCHEDULERS", "Choice",
-           "fsrs_state", "resolve"]
 
-SchedulerName = Literal["sm2", "fsrs"]
-SCHEDULERS: dict[str, str] = {"sm2": "SM-2", "fsrs": "FSRS"}
-DEFAULT_SCHEDULER: SchedulerName = "sm2"
+class SchedulerName(StrEnum):
+    """A scheduler, by the name stored, sent in JSON and typed on the command line (a str
+    enum: its members are those very strings)."""
+
+    SM2 = "sm2"
+    FSRS = "fsrs"
+
+    @classmethod
+    def parse(cls, value: str | None) -> SchedulerName | None:
+        """The scheduler ``value`` names; None for None or a name this version does not
+        know (written by a newer or older one). The one place a name is checked."""
+        try:
+            return None if value is None else cls(value)
+        except ValueError:
+            return None
+
+
+# Display names, for every scheduler.
+SCHEDULERS: dict[SchedulerName, str] = {SchedulerName.SM2: "SM-2", SchedulerName.FSRS: "FSRS"}
+DEFAULT_SCHEDULER = SchedulerName.SM2
 DEFAULT_REMEDIATION = False
 
 
 class Choice(NamedTuple):
     """What is in force for one learner in one place."""
 
-    scheduler: str
+    scheduler: SchedulerName
     remediation: bool
 
 
 def resolve(learner_scheduler: str | None, server_scheduler: str | None,
             server_remediation: bool | None, remediation: bool | None = None) -> Choice:
-    """``remediation``: a one-off choice that beats the server's."""
-    scheduler = learner_scheduler or server_scheduler or DEFAULT_SCHEDULER
-    if scheduler not in SCHEDULERS:  # a value from a newer or older version: the default
-        scheduler = DEFAULT_SCHEDULER
+    """``remediation``: a one-off choice that beats the server's. A stored name this
+    version does not know means the default."""
+    scheduler = SchedulerName.parse(learner_scheduler or server_scheduler) or DEFAULT_SCHEDULER
     if remediation is None:
         remediation = server_remediation
     return Choice(scheduler, DEFAULT_REMEDIATION if remediation is None else remediation)
 
 
-def fsrs_state(state: sa.Row) -> FSRSState | None:
+class StoredState(Protocol):
+    """What the rules here read of a stored card state."""
+
+    due_day: date
+    ef100: int
+    fsrs_due_day: date | None
+    fsrs_stability: float | None
+    fsrs_difficulty: float | None
+    last_review_day: date | None
+
+
+def fsrs_state(state: StoredState) -> FSRSState | None:
     """A stored card state's FSRS memory (None: never reviewed since FSRS was kept)."""
     if state.fsrs_stability is None or state.last_review_day is None:
         return None
+    # Here, not at the top: the command line reads SchedulerName without loading FSRS.
+    from scheduler.fsrs_review import FSRSState
+
     return FSRSState(state.fsrs_stability, state.fsrs_difficulty, state.last_review_day)
 
 
-# Per scheduler: a card state's due day, and the tie-break among cards due the same day
-# (the one at more risk first: lower E-Factor, lower stability).
-DUE_KEYS: dict[str, tuple[Callable[[sa.Row], date], Callable[[sa.Row], float]]] = {
-    "sm2": (lambda s: s.due_day, lambda s: s.ef100),
+@dataclass(frozen=True)
+class Due:
+    """When a card state is due under one scheduler, by card-state column: the Python key
+    (`DUE_KEYS`) and the SQL expression (scheduler/storage/reminders.py) both derive from
+    this, so the two cannot disagree."""
+
+    column: str  # the due day
+    fallback: str | None  # read while `column` is empty
+    risk: str  # among cards due the same day, the lower (more at risk) first; empty: 0
+
+
+DUE: dict[SchedulerName, Due] = {
+    SchedulerName.SM2: Due("due_day", None, "ef100"),
     # A state from before FSRS was kept, not yet replayed: SM-2's due day meanwhile.
-    "fsrs": (lambda s: s.fsrs_due_day or s.due_day, lambda s: s.fsrs_stability or 0.0),
+    SchedulerName.FSRS: Due("fsrs_due_day", "due_day", "fsrs_stability"),
 }
+
+
+def _due_key(due: Due) -> Callable[[Any], date]:
+    if due.fallback is None:
+        return attrgetter(due.column)
+    column, fallback = attrgetter(due.column), attrgetter(due.fallback)
+    return lambda s: column(s) or fallback(s)
+
+
+def _risk_key(due: Due) -> Callable[[Any], float]:
+    risk = attrgetter(due.risk)
+    return lambda s: risk(s) or 0.0
+
+
+# Per scheduler: a card state's due day, and the tie-break among cards due the same day.
+DUE_KEYS: dict[SchedulerName, tuple[Callable[[StoredState], date],
+                                    Callable[[StoredState], float]]] = {
+    name: (_due_key(due), _risk_key(due)) for name, due in DUE.items()}

@@ -11,14 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from typing import Protocol
 
-import sqlalchemy as sa
-
-from scheduler.storage.models import GuildSettings, Learner, ReviewLog
 from scheduler.studyday import resolve_zone
-
-log_t = ReviewLog.__table__
-learner_t = Learner.__table__
 
 # (kind, first try without a hint, correct in the end) -> points
 POINTS = {
@@ -33,25 +28,9 @@ GRADED_KINDS = ("review", "new")
 
 
 def points_for(kind: str, correct: bool, attempts: int, hint_used: bool) -> int:
+    """What one review earns (scheduler/storage/boards.py sums the same in SQL)."""
     first_try = correct and attempts == 1 and not hint_used
     return POINTS.get((kind, first_try, correct), 0)
-
-
-def first_try_sql() -> sa.ColumnElement:
-    """Right on the first attempt without a hint: the only answer that shows recall."""
-    c = log_t.c
-    return sa.and_(c.correct, c.attempts == 1, c.hint_used.is_(False))
-
-
-def points_sql() -> sa.ColumnElement:
-    """points_for in SQL, so boards are one aggregate over the log."""
-    c = log_t.c
-    first_try = first_try_sql()
-    return sa.case(
-        *[(sa.and_(c.kind == kind, first_try if ft else sa.not_(first_try),
-                   c.correct if ok else sa.not_(c.correct)), points)
-          for (kind, ft, ok), points in POINTS.items() if points],
-        else_=0)
 
 
 def week_start(now: datetime, timezone: str, first_day: int = 0) -> datetime:
@@ -87,7 +66,15 @@ class Board:
     caller: Standing | None
 
 
-def period_start(settings: GuildSettings, period: str, now: datetime) -> datetime | None:
+class BoardSettings(Protocol):
+    """What a board's period reads of its server's settings."""
+
+    timezone: str
+    week_start: int
+    season_started_at: datetime | None
+
+
+def period_start(settings: BoardSettings, period: str, now: datetime) -> datetime | None:
     if period == "week":
         return week_start(now, settings.timezone, settings.week_start)
     return settings.season_started_at  # the season (all time before the first reset)

@@ -21,7 +21,6 @@ from datetime import date, datetime, timedelta
 from typing import Protocol
 
 from scheduler.choice import resolve
-from scheduler.storage.models import Learner
 from scheduler.studyday import day_start, resolve_zone, study_day
 
 log = logging.getLogger(__name__)
@@ -32,7 +31,27 @@ BACKOFF_AFTER = 3  # ignored reminders in a row before they come less often
 MAX_EVERY_DAYS = 7
 
 
-def reminder_hour(learner: Learner | Claimed) -> int:
+class ReminderSettings(Protocol):
+    """What the reminder rules read of a learner (a stored Learner, or a Claimed row)."""
+
+    timezone: str
+    reminder_hour: int
+    quiet_start: int | None
+    quiet_end: int | None
+    reminders_ignored: int
+
+
+class RemindedLearner(ReminderSettings, Protocol):
+    reminders_enabled: bool
+    last_reminder_at: datetime | None
+
+
+class StreakHolder(Protocol):
+    streak: int
+    streak_day: date | None
+
+
+def reminder_hour(learner: ReminderSettings) -> int:
     """The local hour to remind at: the chosen one, or the end of the quiet hours."""
     hour, start, end = learner.reminder_hour, learner.quiet_start, learner.quiet_end
     if start is None or end is None or start == end:
@@ -48,7 +67,7 @@ def every_days(ignored: int) -> int:
     return min(MAX_EVERY_DAYS, 2 ** (ignored - BACKOFF_AFTER + 1))
 
 
-def next_reminder(learner: Learner | Claimed, after: datetime) -> datetime:
+def next_reminder(learner: ReminderSettings, after: datetime) -> datetime:
     """The first reminder instant strictly after `after` (aware UTC).
 
     Local wall time `reminder_hour(learner)`:00, on every `every_days` day; in a DST gap,
@@ -67,7 +86,7 @@ def next_reminder(learner: Learner | Claimed, after: datetime) -> datetime:
     return candidate
 
 
-def reschedule(learner: Learner, now: datetime) -> datetime | None:
+def reschedule(learner: RemindedLearner, now: datetime) -> datetime | None:
     """The next reminder after a settings change (hour, timezone, on/off): never a second
     one on a local day that already had its reminder."""
     if not learner.reminders_enabled:
@@ -187,7 +206,7 @@ class ReminderSweep:
             token = secrets.token_hex(8)
             now = self.clock()
             started = time.perf_counter()
-            claimed = self.store.claim_reminders(now, token, now - LEASE, self.batch)
+            claimed = self.store.reminders.claim(now, token, now - LEASE, self.batch)
             report.claim_ms += (time.perf_counter() - started) * 1000
             if not claimed:
                 return report
@@ -207,15 +226,15 @@ class ReminderSweep:
             slot = next_reminder(learner, now - GRACE)
             if slot > now:
                 report.too_late += 1
-                self.store.advance_reminder(learner.id, token, slot, sent_at=None)
+                self.store.reminders.advance(learner.id, token, slot, sent_at=None)
                 return
         today = study_day(now, learner.timezone, learner.rollover_hour)
-        choice = resolve(learner.scheduler, *self.store.server_choice(learner.id, None))
-        due = self.store.due_count(learner.id, today, choice.scheduler)
+        choice = resolve(learner.scheduler, *self.store.servers.choice(learner.id, None))
+        due = self.store.reminders.due_count(learner.id, today, choice.scheduler)
         if due < learner.reminder_min_due:
             report.nothing_due += 1
-            self.store.advance_reminder(learner.id, token, next_reminder(learner, now),
-                                        sent_at=None)
+            self.store.reminders.advance(learner.id, token, next_reminder(learner, now),
+                                         sent_at=None)
             return
         reminder = Reminder(learner.id, learner.external_id, learner.display_name, due,
                             current_streak(learner, today), slot, nonce_for(learner.id, slot),
@@ -226,7 +245,7 @@ class ReminderSweep:
             await self.sender.send_dm(reminder)
             report.sent += 1
         except DMClosed:
-            channel = self.store.reminder_channel_for(learner.id)
+            channel = self.store.reminders.channel_for(learner.id)
             if channel is None:
                 unreachable = True
                 report.unreachable += 1
@@ -236,11 +255,11 @@ class ReminderSweep:
         report.sent_ids.append(learner.id)
         ignored = learner.reminders_ignored + 1
         following = next_reminder(replace(learner, reminders_ignored=ignored), now)
-        self.store.advance_reminder(learner.id, token, following, sent_at=now,
-                                    ignored=ignored, unreachable=unreachable)
+        self.store.reminders.advance(learner.id, token, following, sent_at=now,
+                                     ignored=ignored, unreachable=unreachable)
 
 
-def current_streak(learner: Learner | Claimed, today: date) -> int:
+def current_streak(learner: StreakHolder, today: date) -> int:
     """The stored streak, unless a whole study day has passed without one."""
     if learner.streak_day is None or learner.streak_day < today - timedelta(days=1):
         return 0

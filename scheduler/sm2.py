@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["EF_FLOOR", "EF_START", "NEW", "SM2State", "check_quality", "ef_delta", "review"]
+__all__ = ["EF_FLOOR", "EF_START", "NEW", "SM2State", "check_quality", "review"]
 
 EF_START = 250
 EF_FLOOR = 130
@@ -69,11 +69,6 @@ def _check_state(state: object) -> SM2State:
     if state.interval < 0:
         raise ValueError(f"SM2State.interval must be >= 0, got {state.interval}")
     return state
-
-
-def ef_delta(quality: int) -> int:
-    """The EF change for ``quality`` in hundredths, before the floor."""
-    return _EF_DELTA[check_quality(quality)]
 
 
 def review(state: SM2State, quality: int) -> SM2State:

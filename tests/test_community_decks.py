@@ -71,7 +71,7 @@ def decks(tutor) -> CommunityDecks:
 def refused(decks, data: bytes, guild: int = GUILD, filename: str = "deck.yaml"):
     with pytest.raises(DeckRejected) as caught:
         decks.upload(guild, filename, data, "ann")
-    assert decks.tutor.store.stored_decks() == [] or guild == OTHER
+    assert decks.tutor.store.decks.all() == [] or guild == OTHER
     return caught.value
 
 
@@ -177,7 +177,7 @@ def test_ids_of_bundled_and_other_servers_decks_are_taken(decks):
     line = deck_yaml().decode().splitlines().index("id: upload-basics") + 1
     assert "another server" in str(other) and other.problems == [
         f"line {line}: deck id 'upload-basics' is taken by another server"]
-    assert decks.tutor.store.stored_deck("upload-basics").version == 1
+    assert decks.tutor.store.decks.get("upload-basics").version == 1
 
 
 def test_other_extensions_are_refused(decks):
@@ -193,7 +193,7 @@ def test_a_new_version_must_bump_rev_when_a_card_changed(decks):
     with pytest.raises(DeckRejected) as back:
         decks.upload(GUILD, "deck.yaml", deck_yaml(card(0, rev=2)), "ann")
     assert "revs only go up" in back.value.problems[0]
-    assert decks.tutor.store.stored_deck("upload-basics").version == 2
+    assert decks.tutor.store.decks.get("upload-basics").version == 2
 
 
 def test_mentions_are_stored_and_served_unchanged(decks, tutor):
@@ -213,7 +213,7 @@ def test_upload_stores_enables_serves_and_versions_keep_or_restart_progress(deck
     play, ann = Play(tutor), tutor.learner("discord:1")
     playing = play.serve(ann, guild_id=GUILD, card_id=MOVE)
     verdict = play.answer(playing.served.serve_id, 0, ann, "copy")
-    assert verdict.correct and tutor.store.state(ann.id, MOVE).deck_id == "upload-basics"
+    assert verdict.correct and tutor.store.reviews.state(ann.id, MOVE).deck_id == "upload-basics"
 
     typo = deck_yaml(card(0, rev=2, content_rev=1, hint="Does the call change x itself??"))
     assert decks.upload(GUILD, "basics.yml", typo, "ann") == Uploaded(
@@ -224,8 +224,8 @@ def test_upload_stores_enables_serves_and_versions_keep_or_restart_progress(deck
     assert decks.upload(GUILD, "basics.yml", meaning, "bob").version == 3
     again = play.serve(ann, guild_id=GUILD, mode="review", card_id=MOVE)
     assert again is not None and again.served.state.repetitions == 0  # starts over
-    assert [v.version for v in tutor.store.deck_versions("upload-basics")] == [1, 2, 3]
-    assert b"x.to(" in tutor.store.deck_yaml("upload-basics", 1).encode()  # history kept
+    assert [v.version for v in tutor.store.decks.versions("upload-basics")] == [1, 2, 3]
+    assert b"x.to(" in tutor.store.decks.yaml("upload-basics", 1).encode()  # history kept
 
 
 def test_an_uploaded_deck_is_served_only_where_enabled(decks, tutor):
@@ -276,8 +276,8 @@ def test_remove_stops_serving_everywhere_keeps_reviews_and_the_id(decks, tutor):
     for guild in (GUILD, OTHER):
         assert play.serve(ann, guild_id=guild, mode="practice", card_id=MOVE) is None
         assert "upload-basics" not in decks.ids(guild)
-    assert tutor.store.review(playing.served.serve_id) is not None
-    assert tutor.store.state(ann.id, MOVE) is not None
+    assert tutor.store.reviews.get(playing.served.serve_id) is not None
+    assert tutor.store.reviews.state(ann.id, MOVE) is not None
     assert "another server" in str(refused(decks, deck_yaml(), guild=OTHER))
 
 
@@ -302,7 +302,7 @@ def test_a_practice_page_comes_back_as_a_draft_and_nothing_is_stored(decks):
     draft = decks.upload(GUILD, page.name, page.read_bytes(), "ann")
     assert isinstance(draft, Draft) and draft.notes and draft.filename.endswith(".yaml")
     assert parse_deck(draft.yaml).id == draft.filename.removesuffix(".yaml")
-    assert decks.tutor.store.stored_decks() == []
+    assert decks.tutor.store.decks.all() == []
     assert "line 1" in refused(decks, b"not a page at all", filename="x.txt").problems[0]
 
 
@@ -333,10 +333,10 @@ def test_a_crash_between_the_two_inserts_stores_nothing(decks, store, monkeypatc
         raise RuntimeError("power cut between the deck row and its version")
 
     with monkeypatch.context() as patched:
-        patched.setattr(store, "_insert_deck_version", crash)
+        patched.setattr(store.decks, "_insert_version", crash)
         with pytest.raises(RuntimeError):
-            decks.upload(GUILD, "deck.yaml", deck_yaml(), "ann")
-    assert store.stored_decks() == [] and store.deck_versions("upload-basics") == []
-    assert store.guild_settings(GUILD).decks is None
+             decks.upload(GUILD, "deck.yaml", deck_yaml(), "ann")
+    assert store.decks.all() == [] and store.decks.versions("upload-basics") == []
+    assert store.servers.settings(GUILD).decks is None
     assert "upload-basics" not in decks.ids(GUILD)
     assert decks.upload(GUILD, "deck.yaml", deck_yaml(), "ann").new

@@ -30,10 +30,10 @@ def test_the_sql_points_match_points_for(store):
     combos = list(itertools.product(("review", "new", "drill", "cram"), (True, False),
                                     (1, 2, 3), (True, False)))
     for i, (kind, correct, attempts, hint) in enumerate(combos):
-        person = store.learner(f"discord:{i}", display_name=f"p{i}", now=NOW)
+        person = store.learners.get_or_create(f"discord:{i}", display_name=f"p{i}", now=NOW)
         store.record(record(person.id, f"a{i}", kind=kind, correct=correct, attempts=attempts,
                             hint_used=hint, guild_id=GUILD, changes_schedule=False))
-    board = store.board(GUILD, None, per_page=1000)
+    board = store.boards.standings(GUILD, None, per_page=1000)
     by_name = {s.name: s.points for s in board.standings}
     for i, combo in enumerate(combos):
         if combo[0] in lb.GRADED_KINDS:
@@ -44,8 +44,8 @@ def test_the_sql_points_match_points_for(store):
 
 def test_farming_is_worth_nothing_through_the_engine(tutor, store, clock):
     learner = tutor.learner("discord:1", "farmer")
-    store.update_learner(learner.id, new_per_day=1)
-    learner = store.get_learner(learner.id)
+    store.learners.update(learner.id, new_per_day=1)
+    learner = store.learners.get(learner.id)
     served = tutor.next_card(learner, guild_id=GUILD)
     tutor.answer(tutor.answer(served, {"method": "step"}).served, RIGHT[served.card_id])
     drill = tutor.next_card(learner, guild_id=GUILD)
@@ -55,7 +55,7 @@ def test_farming_is_worth_nothing_through_the_engine(tutor, store, clock):
         cram = tutor.next_card(learner, mode="practice", guild_id=GUILD)
         assert cram.kind == "cram"
         tutor.answer(cram, RIGHT[cram.card_id])
-    (standing,) = store.board(GUILD, None).standings
+    (standing,) = store.boards.standings(GUILD, None).standings
     assert standing.points == 2 and standing.reviews == 1  # only the graded new card
 
 
@@ -69,20 +69,20 @@ def test_the_week_starts_at_local_midnight_of_the_servers_first_day(zone, first_
 
 
 def test_a_review_just_before_the_local_week_start_is_last_week(store):
-    person = store.learner("discord:1", display_name="ann", now=NOW)
+    person = store.learners.get_or_create("discord:1", display_name="ann", now=NOW)
     start = lb.week_start(NOW, "Asia/Tokyo")
     store.record(record(person.id, "old", reviewed_at=start - timedelta(seconds=1),
                         kind="review", guild_id=GUILD, changes_schedule=False))
     store.record(record(person.id, "new", card_id="d/x", reviewed_at=start, kind="review",
                         guild_id=GUILD, changes_schedule=False))
-    (standing,) = store.board(GUILD, start).standings
+    (standing,) = store.boards.standings(GUILD, start).standings
     assert standing.points == 10
 
 
 def populate(store, scores: list[int]) -> list:
     people = []
     for i, score in enumerate(scores):
-        person = store.learner(f"discord:{i}", display_name=f"learner{i}", now=NOW)
+        person = store.learners.get_or_create(f"discord:{i}", display_name=f"learner{i}", now=NOW)
         for j in range(score):
             store.record(record(person.id, f"{i}-{j}", card_id=f"d/c{j}", kind="review",
                                 guild_id=GUILD, changes_schedule=False))
@@ -92,37 +92,37 @@ def populate(store, scores: list[int]) -> list:
 
 def test_pages_ties_hidden_learners_and_the_callers_own_rank(store):
     people = populate(store, [12 - i for i in range(12)] + [1])
-    store.update_learner(people[0].id, leaderboard_visible=False)
-    first = store.board(GUILD, None, caller_id=people[12].id)
+    store.learners.update(people[0].id, leaderboard_visible=False)
+    first = store.boards.standings(GUILD, None, caller_id=people[12].id)
     assert first.total == 12 and first.pages == 2
     assert [s.name for s in first.standings][:2] == ["learner1", "learner2"]
     assert "learner0" not in [s.name for s in first.standings]
     assert first.caller.rank == 11 and first.caller.name == "learner12"  # tie with learner11
-    second = store.board(GUILD, None, page=2)
+    second = store.boards.standings(GUILD, None, page=2)
     assert [s.rank for s in second.standings] == [11, 11]
-    assert store.board(GUILD, None, page=99).page == 2
-    hidden = store.board(GUILD, None, caller_id=people[0].id)
+    assert store.boards.standings(GUILD, None, page=99).page == 2
+    hidden = store.boards.standings(GUILD, None, caller_id=people[0].id)
     assert hidden.caller is None
 
 
 def test_a_new_season_starts_an_empty_board_and_keeps_history(store):
     populate(store, [3])
-    settings = store.update_guild_settings(GUILD, season=2,
-                                           season_started_at=NOW + timedelta(minutes=1))
+    settings = store.servers.update_settings(GUILD, season=2,
+                                             season_started_at=NOW + timedelta(minutes=1))
     season = lb.period_start(settings, "season", NOW + timedelta(hours=1))
-    assert store.board(GUILD, season).standings == []
-    assert len(store.reviews_on(1, NOW.date())) == 3  # nothing deleted
+    assert store.boards.standings(GUILD, season).standings == []
+    assert len(store.reviews.on_day(1, NOW.date())) == 3  # nothing deleted
 
 
 def test_insights_name_the_cards_and_mistakes_missed_most(store):
-    person = store.learner("discord:1", display_name="ann", now=NOW)
+    person = store.learners.get_or_create("discord:1", display_name="ann", now=NOW)
     for i, (card, mistakes) in enumerate([("d/a", ["m1"]), ("d/a", ["m1", "m2"]),
                                           ("d/b", ["m2"]), ("d/c", [])]):
         store.record(record(person.id, f"x{i}", card_id=card, kind="review",
                             correct=not mistakes, attempts=1 if not mistakes else 2,
                             mistake_ids=mistakes, guild_id=GUILD, changes_schedule=False))
-    found = store.insights(NOW - timedelta(days=30), guild_id=GUILD)
+    found = store.boards.insights(NOW - timedelta(days=30), guild_id=GUILD)
     assert found.missed_cards == [("d/a", 2, 2), ("d/b", 1, 1)]
     assert found.mistakes == [("m1", 2), ("m2", 2)] or found.mistakes == [("m2", 2), ("m1", 2)]
-    mine = store.insights(NOW - timedelta(days=30), learner_id=person.id, top=1)
+    mine = store.boards.insights(NOW - timedelta(days=30), learner_id=person.id, top=1)
     assert len(mine.missed_cards) == 1

@@ -63,7 +63,7 @@ def test_a_card_stored_before_orders_were_kept_shows_deck_order_and_answers(tuto
     learner = tutor.learner("local:ann")
     served = play.serve(learner, mode="practice", card_id=WHY).served
     old = {k: v for k, v in served.to_json().items() if k != "order"}
-    store.save_served("old-row", learner.id, {**old, "serve_id": "old-row"},
+    store.served.save("old-row", learner.id, {**old, "serve_id": "old-row"},
                       served.served_at)
     playing = play.current("old-row", learner)
     assert shown_ids(tutor, playing.served) == ["average", "speed", "memory"]

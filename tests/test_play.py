@@ -35,12 +35,12 @@ def test_a_finished_answer_is_one_transaction_a_crash_leaves_nothing_half_writte
         patched.setattr(store, "_write_state", crash)
         with pytest.raises(RuntimeError):
             play.answer(sid, 0, ann, RIGHT)
-    row = store.load_served(sid)
+    row = store.served.load(sid)
     assert (row.attempts, row.finished) == (0, False)
-    assert store.review(sid) is None and store.state(ann.id, "mini/clear") is None
+    assert store.reviews.get(sid) is None and store.reviews.state(ann.id, "mini/clear") is None
     verdict = play.answer(sid, 0, ann, RIGHT)  # the same click, retried, still counts
     assert verdict.correct and verdict.finished
-    assert store.load_served(sid).finished and store.review(sid).quality == verdict.quality
+    assert store.served.load(sid).finished and store.reviews.get(sid).quality == verdict.quality
 
 
 def test_the_second_of_two_clicks_on_the_last_attempt_changes_nothing(play, tutor, store):
@@ -49,7 +49,7 @@ def test_the_second_of_two_clicks_on_the_last_attempt_changes_nothing(play, tuto
     first = tutor.answer(playing.served, RIGHT, stored=True)
     with pytest.raises(AlreadyCounted):
         tutor.answer(playing.served, {"method": "step"}, stored=True)
-    assert store.review(sid).quality == first.quality and store.review(sid).correct
+    assert store.reviews.get(sid).quality == first.quality and store.reviews.get(sid).correct
 
 
 def test_clicks_are_checked_against_owner_attempt_and_state(play, tutor):
@@ -74,7 +74,7 @@ def test_a_pick_the_card_does_not_have_is_refused_and_stores_nothing(play, tutor
     ann, sid = served_clear(play, tutor)
     with pytest.raises(InvalidAnswer):
         play.pick(sid, ann, blank, chip)
-    assert store.load_served(sid).draft == {}
+    assert store.served.load(sid).draft == {}
     play.pick(sid, ann, "method", "zero_grad")
     assert play.submit(sid, 0, ann).correct
 
@@ -95,7 +95,7 @@ def test_a_hint_is_stored_and_keeps_the_picks_made_so_far(play, tutor, store):
     ann, sid = served_clear(play, tutor)
     play.pick(sid, ann, "method", "zero_grad")
     assert play.hint(sid, 0, ann).served.hint_used
-    row = store.load_served(sid)
+    row = store.served.load(sid)
     assert row.served["hint_used"] and row.draft == {"method": "zero_grad"}
     assert play.submit(sid, 0, ann).correct  # the pick made before the hint still counts
 
@@ -112,7 +112,7 @@ def test_a_bad_setting_is_refused_and_changes_nothing(tutor, store, changes):
     ann = tutor.learner("discord:1")
     with pytest.raises(BadSetting):
         learners.update_settings(ann, changes)
-    after = store.get_learner(ann.id)
+    after = store.learners.get(ann.id)
     assert after == ann and after.next_reminder_at is None
 
 

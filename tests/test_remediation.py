@@ -102,15 +102,15 @@ def test_a_shown_misconception_brings_the_other_card_as_a_remedy_next_day(
     answer(tutor, tutor.next_card(learner, only="mini/scale"), RIGHT["mini/scale"])
     served, _ = tutor.hint(tutor.next_card(learner, only="mini/clear"))
     answer(tutor, served, RIGHT["mini/clear"])
-    scale_before = store.state(learner.id, "mini/scale")
+    scale_before = store.reviews.state(learner.id, "mini/scale")
     clock.advance(days=1)  # day 2: clear shows wrong_method
     served = tutor.next_card(learner)
     assert (served.card_id, served.kind) == ("mini/clear", "review")
     answer(tutor, served, WRONG_METHOD, RIGHT["mini/clear"])
-    (shown,) = store.misconceptions(learner.id)
+    (shown,) = store.misconceptions.for_learner(learner.id)
     assert (shown.mistake_id, shown.open, shown.times_shown) == ("wrong_method", True, 1)
     remedy_on = tutor.today(learner) + timedelta(days=REMEDY_DELAY_DAYS)
-    assert store.state(learner.id, "mini/scale").remedy_day == remedy_on
+    assert store.reviews.state(learner.id, "mini/scale").remedy_day == remedy_on
     clock.advance(days=REMEDY_DELAY_DAYS)  # due reviews, then new cards, then the remedy
     kinds = []
     while (served := tutor.next_card(learner)).kind != "remedy":
@@ -119,16 +119,16 @@ def test_a_shown_misconception_brings_the_other_card_as_a_remedy_next_day(
     assert kinds == [("mini/clear", "review"), ("mini/why", "new")]
     assert served.card_id == "mini/scale"
     verdict = answer(tutor, served, RIGHT["mini/scale"])
-    after = store.state(learner.id, "mini/scale")
+    after = store.reviews.state(learner.id, "mini/scale")
     # Graded and logged, but no schedule moved: SM-2 stays exact, FSRS sees no early review.
-    assert verdict.quality == 5 and store.review(served.serve_id).kind == "remedy"
+    assert verdict.quality == 5 and store.reviews.get(served.serve_id).kind == "remedy"
     assert (after.ef100, after.interval, after.due_day, after.fsrs_due_day,
             after.review_count) == (scale_before.ef100, scale_before.interval,
                                     scale_before.due_day, scale_before.fsrs_due_day,
                                     scale_before.review_count)
     assert after.remedy_day is None
     # clear's clean first try on day 3 corrected it.
-    (corrected,) = store.misconceptions(learner.id)
+    (corrected,) = store.misconceptions.for_learner(learner.id)
     assert not corrected.open and corrected.last_corrected_at is not None
     assert tutor.next_card(learner) is None
 
@@ -144,8 +144,8 @@ def test_remediation_off_in_the_server_tracks_misconceptions_but_moves_nothing(
     clock.advance(days=1)
     served = tutor.next_card(learner, only="mini/clear", guild_id=GUILD)
     answer(tutor, served, WRONG_METHOD, WRONG_METHOD, WRONG_METHOD)
-    assert store.misconceptions(learner.id)[0].open
-    assert store.state(learner.id, "mini/scale").remedy_day is None
+    assert store.misconceptions.for_learner(learner.id)[0].open
+    assert store.reviews.state(learner.id, "mini/scale").remedy_day is None
 
 
 def test_remedies_per_day_are_bounded(tutor, store, clock):
@@ -159,9 +159,9 @@ def test_remedies_per_day_are_bounded(tutor, store, clock):
     for card in library.cards("many")[:6]:  # each wrong answer wants more remedies
         served = tutor.next_card(learner, only=card.id, mode="practice")
         answer(tutor, served, "lure", "right")
-    pending = [s for s in store.states(learner.id) if s.remedy_day is not None]
+    pending = [s for s in store.reviews.states(learner.id) if s.remedy_day is not None]
     assert len(pending) == REMEDIES_PER_DAY
-    assert store.remedies_used(learner.id, tutor.today(learner)) == REMEDIES_PER_DAY
+    assert store.misconceptions.remedies_used(learner.id, tutor.today(learner)) == REMEDIES_PER_DAY
 
 
 def test_a_new_card_on_an_open_misconception_is_met_first(store, clock):

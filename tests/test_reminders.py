@@ -125,15 +125,15 @@ class Virtual:
 
 
 def opt_in(store, external_id: str, now: datetime, *, due_cards: int = 1, **settings):
-    person = store.learner(external_id, display_name=external_id, now=now)
+    person = store.learners.get_or_create(external_id, display_name=external_id, now=now)
     values = {"reminders_enabled": True, "reminder_hour": 18, **settings}
-    store.update_learner(person.id, **values)
-    person = store.get_learner(person.id)
-    store.update_learner(person.id, next_reminder_at=next_reminder(person, now))
+    store.learners.update(person.id, **values)
+    person = store.learners.get(person.id)
+    store.learners.update(person.id, next_reminder_at=next_reminder(person, now))
     for i in range(due_cards):
         store.record(record(person.id, f"{external_id}-{i}", card_id=f"d/c{i}",
                             due_day=date(2026, 1, 1)))
-    return store.get_learner(person.id)
+    return store.learners.get(person.id)
 
 
 def sweep(store, sender, clock, per_second=1000.0):
@@ -163,7 +163,7 @@ async def test_nothing_due_sends_nothing(store, clock):
     clock.now = person.next_reminder_at
     report = await sweep(store, FakeDiscord(), clock).run()
     assert (report.sent, report.nothing_due) == (0, 1)
-    assert store.get_learner(person.id).next_reminder_at > clock.now
+    assert store.learners.get(person.id).next_reminder_at > clock.now
 
 
 @pytest.mark.parametrize("down, sent", [(timedelta(minutes=50), 1),
@@ -178,7 +178,7 @@ async def test_after_an_outage_a_late_reminder_is_sent_once_or_waits(store, cloc
     assert report.sent == sent and len(discord.dms) == sent
     again = await sweep(store, discord, clock).run()
     assert again.sent == 0
-    following = store.get_learner(person.id).next_reminder_at
+    following = store.learners.get(person.id).next_reminder_at
     assert clock.now < following <= clock.now + timedelta(days=1)
 
 
@@ -193,17 +193,17 @@ async def test_a_crash_between_send_and_commit_resends_the_same_nonce(store, clo
     def crash(*args, **kwargs):
         raise Crash  # the process dies after the DM left, before the advance
 
-    original = store.advance_reminder
-    store.advance_reminder = crash
+    original = store.reminders.advance
+    store.reminders.advance = crash
     with pytest.raises(Crash):
         await sweep(store, discord, clock).run()
-    store.advance_reminder = original
+    store.reminders.advance = original
     assert len(discord.dms) == 1
     assert (await sweep(store, discord, clock).run()).sent == 0  # claimed, lease running
     clock.now += LEASE + timedelta(seconds=1)
     report = await sweep(store, discord, clock).run()
     assert report.sent == 1 and len(discord.dms) == 1  # resent, dropped by its nonce
-    assert store.get_learner(person.id).next_reminder_at > clock.now
+    assert store.learners.get(person.id).next_reminder_at > clock.now
 
 
 async def test_ten_thousand_due_in_one_minute_all_go_in_order_within_the_limit(store, clock):
@@ -234,20 +234,20 @@ async def test_closed_dms_fall_back_to_the_server_channel_or_mark_unreachable(st
     clock.now = datetime(2026, 3, 2, 12, tzinfo=UTC)
     with_channel = opt_in(store, "discord:11", clock.now)
     without = opt_in(store, "discord:12", clock.now)
-    store.touch_guild(500, with_channel.id, clock.now)
-    store.update_guild_settings(500, reminder_channel_id=777)
+    store.servers.note_visit(500, with_channel.id, clock.now)
+    store.servers.update_settings(500, reminder_channel_id=777)
     discord = FakeDiscord()
     discord.closed = {"discord:11", "discord:12"}
     clock.now = with_channel.next_reminder_at + timedelta(minutes=1)
     report = await sweep(store, discord, clock).run()
     assert (report.via_channel, report.unreachable) == (1, 1)
     assert discord.channel_posts[0][0] == 777
-    assert store.get_learner(without.id).unreachable
+    assert store.learners.get(without.id).unreachable
     clock.now += timedelta(days=1)
     later = await sweep(store, discord, clock).run()
     assert later.claimed == 1  # the unreachable learner is left alone...
     store.record(record(without.id, "back", card_id="d/back"))  # ...until they review again
-    assert not store.get_learner(without.id).unreachable
+    assert not store.learners.get(without.id).unreachable
 
 
 async def test_one_failing_learner_does_not_block_the_others(store, clock):
@@ -268,12 +268,12 @@ async def test_backing_off_says_how_to_get_daily_reminders_back(store, clock):
     person = opt_in(store, "discord:30", clock.now)
     discord = FakeDiscord()
     for _ in range(3):
-        clock.now = store.get_learner(person.id).next_reminder_at
+        clock.now = store.learners.get(person.id).next_reminder_at
         await sweep(store, discord, clock).run()
     assert "less often" in discord.dms[-1].text()
-    assert store.get_learner(person.id).next_reminder_at - clock.now == timedelta(days=2)
+    assert store.learners.get(person.id).next_reminder_at - clock.now == timedelta(days=2)
     store.record(record(person.id, "reviewed", card_id="d/x"))
-    assert store.get_learner(person.id).reminders_ignored == 0
+    assert store.learners.get(person.id).reminders_ignored == 0
 
 
 SWEEP_PROCESS = """
@@ -328,11 +328,11 @@ def test_kill_9_between_send_and_commit_neither_duplicates_nor_loses(tmp_path, s
     crashed = sweep_process(due, "crash")
     assert crashed.returncode == -9
     assert len(json.loads(outbox.read_text())) == 1
-    assert store.get_learner(person.id).next_reminder_at == person.next_reminder_at  # no commit
+    assert store.learners.get(person.id).next_reminder_at == person.next_reminder_at  # no commit
     restarted = sweep_process(due + LEASE + timedelta(seconds=30), "normal")
     assert restarted.returncode == 0 and restarted.stdout.strip() == "1"
     assert len(json.loads(outbox.read_text())) == 1  # the resend carried the same nonce
-    assert store.get_learner(person.id).next_reminder_at > due + LEASE
+    assert store.learners.get(person.id).next_reminder_at > due + LEASE
 
 
 def test_moving_the_hour_after_todays_reminder_waits_for_tomorrow():
@@ -409,8 +409,8 @@ async def test_reminders_count_what_is_due_under_the_learners_scheduler(store, c
                                 due_day=date(2026, 1, 1), fsrs_due_day=later))
         people.append(person)
     # discord:22 follows the server they used last, which chose FSRS.
-    store.update_guild_settings(77, scheduler="fsrs")
-    store.touch_guild(77, people[2].id, clock.now)
+    store.servers.update_settings(77, scheduler="fsrs")
+    store.servers.note_visit(77, people[2].id, clock.now)
     clock.now = people[0].next_reminder_at + timedelta(seconds=30)
     discord = FakeDiscord()
     report = await sweep(store, discord, clock).run()

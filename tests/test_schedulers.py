@@ -4,6 +4,7 @@ what the review log replays to, so switching and switching back loses nothing.""
 
 from __future__ import annotations
 
+import json
 import random
 from datetime import date, datetime, timedelta
 
@@ -16,11 +17,11 @@ from bot.engine.served import Served
 from bot.engine.servers import Servers
 from bot.engine.tutor import Tutor
 from content.loader import DeckLibrary, parse_deck
-from scheduler.choice import DEFAULT_SCHEDULER
+from scheduler.choice import DEFAULT_SCHEDULER, DUE_KEYS, SchedulerName, resolve
 from scheduler.fsrs_review import FSRSState, rating_for, review_fsrs
 from scheduler.replay import LoggedReview, backfill_fsrs, replay, replayed_states
 from scheduler.storage.db import downgrade, upgrade
-from scheduler.storage.models import ReviewLog
+from scheduler.storage.models import CardState, ReviewLog
 from tests.helpers.paths import FIXTURES
 from tests.helpers.records import RIGHT
 
@@ -82,7 +83,7 @@ def play_days(tutor: Tutor, clock, learner, days: int, seed: int, **where) -> No
 def assert_states_replay_from_the_log(store, learner_id: int) -> None:
     with store.engine.connect() as conn:
         replayed = replayed_states(conn, sa.column("learner_id") == learner_id)
-    states = store.states(learner_id)
+    states = store.reviews.states(learner_id)
     assert states
     for s in states:
         r = replayed[(learner_id, s.card_id)]
@@ -108,10 +109,10 @@ def test_the_scheduler_in_force_says_when_and_logs_which(tutor, store, clock):
     served = tutor.next_card(learner)
     clock.advance(seconds=5)
     verdict = tutor.answer(served, RIGHT[served.card_id])
-    state = store.state(learner.id, served.card_id)
+    state = store.reviews.state(learner.id, served.card_id)
     assert verdict.due == state.fsrs_due_day and verdict.interval == (
         state.fsrs_due_day - TODAY).days
-    log = store.review(served.serve_id)
+    log = store.reviews.get(served.serve_id)
     assert (log.scheduler, log.due_day_after) == ("fsrs", state.fsrs_due_day)
     assert log.ef100_after == state.ef100  # SM-2 moved as well
     # A repeated answer reports what was told the first time.
@@ -123,8 +124,8 @@ def test_switching_and_switching_back_keeps_every_schedule(tutor, store, clock):
     learner = tutor.learner("local:ann")
     play_days(tutor, clock, learner, 20, seed=3)
     before = {s.card_id: (s.due_day, s.fsrs_due_day, s.review_count)
-              for s in store.states(learner.id)}
-    logs = len(store.reviews_on(learner.id, tutor.today(learner)))
+              for s in store.reviews.states(learner.id)}
+    logs = len(store.reviews.on_day(learner.id, tutor.today(learner)))
     sm2_due = tutor.progress(learner).next_due
     learner = learners.update_settings(learner, {"scheduler": "fsrs"})
     fsrs_due = tutor.progress(learner).next_due
@@ -132,8 +133,8 @@ def test_switching_and_switching_back_keeps_every_schedule(tutor, store, clock):
     learner = learners.update_settings(learner, {"scheduler": "sm2"})
     assert tutor.progress(learner).next_due == sm2_due
     assert {s.card_id: (s.due_day, s.fsrs_due_day, s.review_count)
-            for s in store.states(learner.id)} == before
-    assert len(store.reviews_on(learner.id, tutor.today(learner))) == logs
+            for s in store.reviews.states(learner.id)} == before
+    assert len(store.reviews.on_day(learner.id, tutor.today(learner))) == logs
     # And studying on under FSRS keeps both in step with the log.
     learner = learners.update_settings(learner, {"scheduler": "fsrs"})
     play_days(tutor, clock, learner, 20, seed=4)
@@ -174,14 +175,14 @@ def test_cards_reviewed_before_fsrs_get_their_state_from_the_log(tutor, store, c
     learner = tutor.learner("local:ann")
     play_days(tutor, clock, learner, 15, seed=5)
     expected = {s.card_id: (s.fsrs_stability, s.fsrs_difficulty, s.fsrs_due_day)
-                for s in store.states(learner.id)}
+                for s in store.reviews.states(learner.id)}
     with store.engine.begin() as conn:  # as a version before FSRS left them
         conn.execute(sa.text("UPDATE card_state SET fsrs_stability = NULL, "
                              "fsrs_difficulty = NULL, fsrs_due_day = NULL"))
     with store.engine.begin() as conn:
         assert backfill_fsrs(conn) == len(expected)
     assert {s.card_id: (s.fsrs_stability, s.fsrs_difficulty, s.fsrs_due_day)
-            for s in store.states(learner.id)} == pytest.approx(expected)
+            for s in store.reviews.states(learner.id)} == pytest.approx(expected)
     with store.engine.begin() as conn:
         assert backfill_fsrs(conn) == 0  # nothing left to derive
 
@@ -201,7 +202,7 @@ def test_a_changed_card_starts_over_in_both_schedules_and_in_the_replay(
     served = changed.next_card(learner, only="mini/clear")
     assert served.restart and served.fsrs is None and served.kind == "review"
     changed.answer(served, RIGHT["mini/clear"])
-    assert store.review(served.serve_id).restart
+    assert store.reviews.get(served.serve_id).restart
     assert_states_replay_from_the_log(store, learner.id)
 
 
@@ -219,13 +220,44 @@ def test_reminders_count_the_cards_due_under_the_learners_scheduler(tutor, store
     counts = set()
     for day in range(30):  # the two schedules part somewhere in the next month
         today = tutor.today(learner) + timedelta(days=day)
-        counts.add((store.due_count(learner.id, today, "sm2"),
-                    store.due_count(learner.id, today, "fsrs")))
+        counts.add((store.reminders.due_count(learner.id, today, "sm2"),
+                    store.reminders.due_count(learner.id, today, "fsrs")))
     assert any(sm2 != fsrs for sm2, fsrs in counts)
     for scheduler in ("sm2", "fsrs"):
         learner = learners.update_settings(learner, {"scheduler": scheduler})
-        assert tutor.progress(learner).due_now == store.due_count(
+        assert tutor.progress(learner).due_now == store.reminders.due_count(
             learner.id, tutor.today(learner), scheduler)
+
+
+def test_due_in_python_and_in_sql_agree_on_every_kind_of_state(tutor, store):
+    # The engine sorts and counts with DUE_KEYS, reminders count in SQL: one table (DUE).
+    learner = tutor.learner("local:ann")
+    states = [  # (SM-2's due day, FSRS's: None for a state from before FSRS was kept)
+        (TODAY, None), (TODAY + timedelta(days=1), None), (TODAY - timedelta(days=3), None),
+        (TODAY, TODAY + timedelta(days=2)), (TODAY + timedelta(days=5), TODAY),
+        (TODAY + timedelta(days=1), TODAY - timedelta(days=1)),
+    ]
+    with store.engine.begin() as conn:
+        conn.execute(CardState.__table__.insert(), [
+            {"learner_id": learner.id, "card_id": f"d/c{i}", "deck_id": "d", "card_rev": 1,
+             "due_day": sm2, "fsrs_due_day": fsrs} for i, (sm2, fsrs) in enumerate(states)])
+    rows = store.reviews.states(learner.id)
+    assert len(rows) == len(states)
+    for scheduler in SchedulerName:
+        due_of, _ = DUE_KEYS[scheduler]
+        for day in range(-4, 7):
+            today = TODAY + timedelta(days=day)
+            assert store.reminders.due_count(learner.id, today, scheduler) == sum(
+                due_of(s) <= today for s in rows), (scheduler, today)
+
+
+def test_a_scheduler_name_is_the_string_stored_and_sent():
+    assert [str(s) for s in SchedulerName] == ["sm2", "fsrs"]
+    assert SchedulerName.parse("fsrs") is SchedulerName.FSRS
+    assert SchedulerName.parse("anki") is None and SchedulerName.parse(None) is None
+    assert resolve("anki", "fsrs", None).scheduler == DEFAULT_SCHEDULER
+    assert resolve(None, "fsrs", None).scheduler is SchedulerName.FSRS
+    assert json.dumps(resolve("fsrs", None, None).scheduler) == '"fsrs"'
 
 
 def test_the_fsrs_migration_replays_existing_history(engine):

@@ -74,51 +74,51 @@ def test_upgrade_is_idempotent_and_downgrade_round_trips(tmp_path):
 
 
 def test_learner_is_created_once(store):
-    a = store.learner("local:ann", display_name="Ann", now=NOW)
-    b = store.learner("local:ann", display_name="other", now=NOW)
+    a = store.learners.get_or_create("local:ann", display_name="Ann", now=NOW)
+    b = store.learners.get_or_create("local:ann", display_name="other", now=NOW)
     assert a.id == b.id and b.display_name == "Ann" and b.created_at == NOW
     with pytest.raises(ValueError):
-        store.update_learner(a.id, external_id="local:bob")
+        store.learners.update(a.id, external_id="local:bob")
 
 
 def test_a_repeated_answer_id_is_recorded_once(store):
-    learner = store.learner("local:ann", now=NOW)
+    learner = store.learners.get_or_create("local:ann", now=NOW)
     first = store.record(record(learner.id, "a1"))
     again = store.record(record(learner.id, "a1", quality=0, correct=False))
     assert not first.duplicate and again.duplicate
     assert (again.quality, again.correct) == (5, True)  # what was recorded the first time
-    assert len(store.reviews_on(learner.id, DAY)) == 1
-    assert store.state(learner.id, "d/c").review_count == 1
+    assert len(store.reviews.on_day(learner.id, DAY)) == 1
+    assert store.reviews.state(learner.id, "d/c").review_count == 1
 
 
 def test_a_stale_review_records_nothing(store):
-    learner = store.learner("local:ann", now=NOW)
+    learner = store.learners.get_or_create("local:ann", now=NOW)
     store.record(record(learner.id, "a1"))
     store.record(record(learner.id, "a2", kind="review", expected_count=1, interval=6))
     with pytest.raises(StaleReview):  # served when the count was still 1
         store.record(record(learner.id, "a3", kind="review", expected_count=1))
     with pytest.raises(StaleReview):  # a second "first" review of the same card
         store.record(record(learner.id, "a4"))
-    assert store.review("a3") is None and store.review("a4") is None
-    state = store.state(learner.id, "d/c")
+    assert store.reviews.get("a3") is None and store.reviews.get("a4") is None
+    state = store.reviews.state(learner.id, "d/c")
     assert (state.review_count, state.interval) == (2, 6)
 
 
 def test_naive_datetimes_are_refused(store):
-    learner = store.learner("local:ann", now=NOW)
+    learner = store.learners.get_or_create("local:ann", now=NOW)
     with pytest.raises(ValueError, match="naive"):
         store.record(record(learner.id, "a1", reviewed_at=datetime(2026, 12, 2, 12)))
 
 
 def test_forgetting_a_learner_removes_everything_of_theirs(store):
-    ann = store.learner("local:ann", now=NOW)
-    bob = store.learner("local:bob", now=NOW)
+    ann = store.learners.get_or_create("local:ann", now=NOW)
+    bob = store.learners.get_or_create("local:bob", now=NOW)
     for learner in (ann, bob):
         store.record(record(learner.id, f"{learner.id}-a"))
-        store.touch_guild(77, learner.id, NOW)
-    store.delete_learner(ann.id)
-    assert store.states(ann.id) == [] and store.review(f"{ann.id}-a") is None
-    assert store.states(bob.id) and store.review(f"{bob.id}-a")
+        store.servers.note_visit(77, learner.id, NOW)
+    store.learners.delete(ann.id)
+    assert store.reviews.states(ann.id) == [] and store.reviews.get(f"{ann.id}-a") is None
+    assert store.reviews.states(bob.id) and store.reviews.get(f"{bob.id}-a")
     with store.engine.connect() as conn:
         assert conn.exec_driver_sql("SELECT learner_id FROM guild_member").all() == [(bob.id,)]
 
@@ -131,7 +131,7 @@ WRITER = textwrap.dedent("""
     engine = make_engine(sys.argv[1])
     upgrade(engine)
     store = Store(engine)
-    learner = store.learner("local:crash", now=NOW)
+    learner = store.learners.get_or_create("local:crash", now=NOW)
     i = 0
     while True:
         store.record(record(learner.id, f"ack-{i}", card_id=f"d/c{i}"))
@@ -157,14 +157,14 @@ def test_kill_9_of_a_writer_loses_no_acknowledged_review(tmp_path):
     assert states == len(stored)  # every logged review moved its card, and only those
     # The store keeps working on the recovered file.
     store = Store(engine)
-    learner = store.learner("local:crash", now=NOW)
+    learner = store.learners.get_or_create("local:crash", now=NOW)
     assert not store.record(record(learner.id, "after-restart", card_id="d/new")).duplicate
 
 
 @pytest.mark.sqlite_only
 def test_the_hot_path_stores_values_exactly_as_core_does(store):
     """Rows written by the prepared statements compare correctly with Core's binds."""
-    learner = store.learner("local:ann", now=NOW)
+    learner = store.learners.get_or_create("local:ann", now=NOW)
     moment = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
     store.record(record(learner.id, "fast", reviewed_at=moment))
     with store.engine.connect() as conn:
@@ -175,7 +175,7 @@ def test_the_hot_path_stores_values_exactly_as_core_does(store):
 
 
 def test_looking_up_a_known_learner_writes_nothing(store):
-    first = store.learner("discord:1", now=NOW)
+    first = store.learners.get_or_create("discord:1", now=NOW)
     statements: list[str] = []
 
     def seen(conn, cursor, statement, *args):
@@ -183,7 +183,7 @@ def test_looking_up_a_known_learner_writes_nothing(store):
 
     sa.event.listen(store.engine, "before_cursor_execute", seen)
     try:
-        again = store.learner("discord:1", now=NOW)
+        again = store.learners.get_or_create("discord:1", now=NOW)
     finally:
         sa.event.remove(store.engine, "before_cursor_execute", seen)
     assert again == first and statements

@@ -18,24 +18,24 @@ def test_consecutive_days_build_a_streak_and_a_gap_restarts_it(tutor, store, clo
     for _ in range(3):
         review_one(tutor, learner, mode="practice")
         clock.advance(days=1)
-    person = store.get_learner(learner.id)
+    person = store.learners.get(learner.id)
     assert (person.streak, person.longest_streak) == (3, 3)
     assert current_streak(person, date(2026, 12, 5)) == 3  # yesterday counted: still alive
     clock.advance(days=1)  # a whole day skipped
     assert current_streak(person, tutor.today(person)) == 0
     review_one(tutor, learner, mode="practice")
-    person = store.get_learner(learner.id)
+    person = store.learners.get(learner.id)
     assert (person.streak, person.longest_streak) == (1, 3)
 
 
 def test_a_day_counts_once_the_daily_minimum_is_reached(tutor, store, clock):
     learner = tutor.learner("local:bo")
-    store.update_learner(learner.id, daily_minimum=2)
+    store.learners.update(learner.id, daily_minimum=2)
     review_one(tutor, learner)
-    assert store.get_learner(learner.id).streak == 0
+    assert store.learners.get(learner.id).streak == 0
     review_one(tutor, learner)
     review_one(tutor, learner)  # more reviews the same day add nothing
-    person = store.get_learner(learner.id)
+    person = store.learners.get(learner.id)
     assert (person.streak, person.day_reviews, person.streak_day) == (1, 3, date(2026, 12, 2))
 
 
@@ -44,23 +44,23 @@ def test_drills_and_cramming_do_not_count(tutor, store):
     served = tutor.next_card(learner)
     first = tutor.answer(served, {"method": "step"})
     tutor.answer(first.served, RIGHT[served.card_id])  # graded: counts
-    person = store.get_learner(learner.id)
+    person = store.learners.get(learner.id)
     assert person.day_reviews == 1
     for _ in range(2):
         review_one(tutor, learner)
     drill = tutor.next_card(learner)
     assert drill.kind == "drill"
     tutor.answer(drill, RIGHT[drill.card_id])
-    assert store.get_learner(learner.id).day_reviews == 3
+    assert store.learners.get(learner.id).day_reviews == 3
 
 
 def test_the_study_day_is_the_learners_own(tutor, store, clock):
     learner = tutor.learner("local:di")
-    store.update_learner(learner.id, timezone="Asia/Tokyo")  # UTC+9, day starts 04:00
-    learner = store.get_learner(learner.id)
+    store.learners.update(learner.id, timezone="Asia/Tokyo")  # UTC+9, day starts 04:00
+    learner = store.learners.get(learner.id)
     clock.now = clock.now.replace(hour=18, minute=30)  # 03:30 next day in Tokyo: still Dec 2
     review_one(tutor, learner, mode="practice")
     clock.advance(hours=1)  # 04:30 in Tokyo: Dec 3
     review_one(tutor, learner, mode="practice")
-    person = store.get_learner(learner.id)
+    person = store.learners.get(learner.id)
     assert (person.streak, person.streak_day) == (2, date(2026, 12, 3))

@@ -46,10 +46,10 @@ def test_first_try_fast_answer_grades_5_and_schedules_tomorrow(tutor, store, clo
     verdict = tutor.answer(served, RIGHT["mini/clear"])
     assert verdict.correct and verdict.finished and not verdict.findings
     assert (verdict.quality, verdict.interval, verdict.due) == (5, 1, TODAY + timedelta(1))
-    log = store.review(served.serve_id)
+    log = store.reviews.get(served.serve_id)
     assert (log.kind, log.quality, log.attempts, log.hint_used) == ("new", 5, 1, False)
     assert log.latency_ms == 5000 and log.chosen == [{"method": "zero_grad"}]
-    state = store.state(learner.id, "mini/clear")
+    state = store.reviews.state(learner.id, "mini/clear")
     assert (state.ef100, state.repetitions, state.interval, state.due_day) == (
         260, 1, 1, TODAY + timedelta(1))
 
@@ -73,7 +73,7 @@ def test_wrong_chip_explains_its_own_mistake_without_revealing_the_answer(tutor,
     assert finding.choice == "step" and finding.says == "step() updates the weights."
     assert finding.mistake_id == "wrong_method"
     assert finding.explanation == "That method does something else entirely."
-    assert store.review(served.serve_id) is None  # nothing recorded mid-card
+    assert store.reviews.get(served.serve_id) is None  # nothing recorded mid-card
     other = tutor.answer(verdict.served, {"method": "backward"})
     assert other.findings[0].says == "backward() computes gradients."
 
@@ -84,7 +84,7 @@ def test_second_attempt_grades_1_and_is_drilled_the_same_day(tutor, store):
     first = tutor.answer(served, {"method": "step"})
     second = tutor.answer(first.served, RIGHT["mini/clear"])
     assert second.correct and second.finished and second.quality == 1
-    log = store.review(served.serve_id)
+    log = store.reviews.get(served.serve_id)
     assert log.chosen == [{"method": "step"}, {"method": "zero_grad"}]
     assert log.mistake_ids == ["wrong_method"]
     for card_id in ("mini/scale", "mini/why"):
@@ -93,14 +93,14 @@ def test_second_attempt_grades_1_and_is_drilled_the_same_day(tutor, store):
         tutor.answer(served, RIGHT[card_id])
     drill = tutor.next_card(learner)
     assert (drill.card_id, drill.kind) == ("mini/clear", "drill")
-    before = store.state(learner.id, "mini/clear")
+    before = store.reviews.state(learner.id, "mini/clear")
     verdict = tutor.answer(drill, RIGHT["mini/clear"])
     assert verdict.quality == 5
-    after = store.state(learner.id, "mini/clear")
+    after = store.reviews.state(learner.id, "mini/clear")
     # Rule 7: the drill is logged but leaves the SM-2 schedule alone.
     assert (after.ef100, after.interval, after.due_day, after.review_count) == (
         before.ef100, before.interval, before.due_day, before.review_count)
-    assert not after.drill_pending and store.review(drill.serve_id).kind == "drill"
+    assert not after.drill_pending and store.reviews.get(drill.serve_id).kind == "drill"
     assert tutor.next_card(learner) is None
 
 
@@ -129,9 +129,9 @@ def test_three_wrong_attempts_reveal_the_answer_and_grade_0(tutor, store, mini_l
     v = tutor.answer(v.served, wrong)
     assert v.finished and not v.correct and v.quality == 0 and v.attempts_left == 0
     assert correct_answer(mini_library.card("mini/scale")) == "accumulation_steps, backward"
-    log = store.review(served.serve_id)
+    log = store.reviews.get(served.serve_id)
     assert log.attempts == 3 and log.mistake_ids == ["wrong_divisor", "wrong_method"]
-    state = store.state(learner.id, "mini/scale")
+    state = store.reviews.state(learner.id, "mini/scale")
     assert (state.repetitions, state.interval, state.lapses, state.ef100) == (0, 1, 1, 170)
     with pytest.raises(StaleCard):
         tutor.answer(v.served, RIGHT["mini/scale"])
@@ -172,8 +172,8 @@ def test_duplicate_answer_records_one_review(tutor, store):
     again = tutor.answer(served, RIGHT["mini/clear"])  # a double click
     assert again.duplicate and not first.duplicate
     assert (again.quality, again.due) == (first.quality, first.due)
-    assert len(store.reviews_on(learner.id, TODAY)) == 1
-    assert store.state(learner.id, "mini/clear").review_count == 1
+    assert len(store.reviews.on_day(learner.id, TODAY)) == 1
+    assert store.reviews.state(learner.id, "mini/clear").review_count == 1
 
 
 def test_two_servings_of_one_card_record_only_the_first(tutor, store):
@@ -183,7 +183,7 @@ def test_two_servings_of_one_card_record_only_the_first(tutor, store):
     tutor.answer(one, RIGHT["mini/clear"])
     with pytest.raises(StaleCard, match="already answered"):
         tutor.answer(two, RIGHT["mini/clear"])
-    assert store.review(two.serve_id) is None
+    assert store.reviews.get(two.serve_id) is None
 
 
 def edited_library(rev: int, content_rev: int) -> DeckLibrary:
@@ -203,7 +203,7 @@ def test_a_changed_or_removed_card_is_stale(tutor, store, clock):
         content_edit.answer(served, RIGHT["mini/clear"])
     typo_fix = Tutor(store, edited_library(2, 1), clock=clock)
     assert typo_fix.answer(served, RIGHT["mini/clear"]).correct  # still answerable
-    assert store.state(learner.id, "mini/clear").card_rev == 2
+    assert store.reviews.state(learner.id, "mini/clear").card_rev == 2
     with pytest.raises(StaleCard, match="no longer"):
         tutor.answer(replace(served, card_id="mini/gone"), RIGHT["mini/clear"])
 
@@ -218,7 +218,7 @@ def test_a_typo_fix_keeps_progress_and_a_content_change_starts_over(store, mini_
             clock.advance(days=40)
             served = tutor.next_card(learner, mode="review")
         tutor.answer(served, RIGHT["mini/clear"])
-    before = store.state(learner.id, "mini/clear")
+    before = store.reviews.state(learner.id, "mini/clear")
     assert before.repetitions >= 2
     typo = Tutor(store, edited_library(2, 1), clock=clock)
     assert typo.next_card(learner, mode="review") is None or \
@@ -227,9 +227,9 @@ def test_a_typo_fix_keeps_progress_and_a_content_change_starts_over(store, mini_
     served = content.next_card(learner, mode="review")
     assert (served.card_id, served.kind, served.state.repetitions) == ("mini/clear", "review", 0)
     verdict = content.answer(served, RIGHT["mini/clear"])
-    after = store.state(learner.id, "mini/clear")
+    after = store.reviews.state(learner.id, "mini/clear")
     assert (verdict.interval, after.repetitions, after.card_rev) == (1, 1, 3)
-    assert store.reviews_on(learner.id, clock.now.date())  # history kept
+    assert store.reviews.on_day(learner.id, clock.now.date())  # history kept
 
 
 def test_code_cards_need_the_sandbox(tutor):
@@ -258,7 +258,7 @@ def test_a_failed_code_check_explains_each_mistake_and_records_it(store, mini_li
     assert (finding.mistake_id, finding.explanation) == (
         "no_scaling", "Unscaled losses add up to gradients N times too large.")
     assert verdict.report.feedback == ("gradients 4x too large",)
-    log = store.review(served.serve_id)
+    log = store.reviews.get(served.serve_id)
     assert log.mistake_ids == ["no_scaling"]
     assert log.chosen == [{"status": "ok", "mistakes": ["no_scaling"]}]
 
@@ -335,8 +335,8 @@ def test_most_overdue_first(tutor, store, clock):
 
 def test_daily_new_card_limit_resets_on_the_next_study_day(tutor, store, clock):
     learner = tutor.learner("local:ann")
-    store.update_learner(learner.id, new_per_day=2, timezone="Europe/Berlin")
-    learner = store.get_learner(learner.id)
+    store.learners.update(learner.id, new_per_day=2, timezone="Europe/Berlin")
+    learner = store.learners.get(learner.id)
     assert answer_all_correctly(tutor, learner) == ["mini/clear", "mini/scale"]
     assert tutor.progress(learner).new_left_today == 0
     clock.now = clock.now.replace(hour=2, minute=59) + timedelta(days=1)  # 03:59 Berlin
@@ -349,22 +349,22 @@ def test_practice_serves_a_card_when_nothing_is_due_without_moving_the_schedule(
     learner = tutor.learner("local:ann")
     answer_all_correctly(tutor, learner)
     assert tutor.next_card(learner) is None
-    before = {s.card_id: s for s in store.states(learner.id)}
+    before = {s.card_id: s for s in store.reviews.states(learner.id)}
     served = tutor.next_card(learner, mode="practice", topic="scaling")
     assert served.kind == "cram" and served.card_id in {"mini/scale", "mini/why"}
     tutor.answer(served, RIGHT[served.card_id])
-    assert store.state(learner.id, served.card_id) == before[served.card_id]
-    assert store.review(served.serve_id).kind == "cram"
+    assert store.reviews.state(learner.id, served.card_id) == before[served.card_id]
+    assert store.reviews.get(served.serve_id).kind == "cram"
 
 
 def test_timezone_decides_the_study_day(tutor, store, clock):
     learner = tutor.learner("local:kiri")
-    store.update_learner(learner.id, timezone="Pacific/Kiritimati")  # UTC+14
-    learner = store.get_learner(learner.id)
+    store.learners.update(learner.id, timezone="Pacific/Kiritimati")  # UTC+14
+    learner = store.learners.get(learner.id)
     clock.advance(hours=4)  # 16:00 UTC is 06:00 on Dec 3 in Kiritimati, past the rollover
     served = tutor.next_card(learner)
     verdict = tutor.answer(served, RIGHT[served.card_id])
-    assert store.review(served.serve_id).study_day == date(2026, 12, 3)
+    assert store.reviews.get(served.serve_id).study_day == date(2026, 12, 3)
     assert verdict.due == date(2026, 12, 4)
 
 
@@ -372,7 +372,7 @@ def test_guild_answers_record_membership(tutor, store):
     learner = tutor.learner("discord:42")
     served = tutor.next_card(learner, guild_id=1234567890123456789)
     tutor.answer(served, RIGHT[served.card_id])
-    assert store.review(served.serve_id).guild_id == 1234567890123456789
+    assert store.reviews.get(served.serve_id).guild_id == 1234567890123456789
 
 
 def test_canonical_deck_answers_through_the_engine(store, clock):

@@ -65,7 +65,7 @@ def bench_reminders(args) -> dict:
         timings, claimed = [], 0
         for r in range(rounds):
             start = time.perf_counter()
-            claimed = len(store.claim_reminders(NOW, f"bench{r}", NOW - LEASE, 100_000))
+            claimed = len(store.reminders.claim(NOW, f"bench{r}", NOW - LEASE, 100_000))
             timings.append((time.perf_counter() - start) * 1000)
             with engine.begin() as conn:  # release for the next round
                 conn.exec_driver_sql("UPDATE learner SET reminder_claim = NULL,"

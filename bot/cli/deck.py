@@ -51,7 +51,7 @@ def cmd_deck_list(args) -> int:
             for d in tutor.decks.bundled.decks.values()]
     rows += [(r.deck_id, str(r.owner_guild_id), r.version, r.cards,
               "yes" if r.public else "no", "yes" if r.removed else "no")
-             for r in tutor.store.stored_decks()]
+             for r in tutor.store.decks.all()]
     table = [("id", "owner", "version", "cards", "public", "removed"), *rows]
     widths = [max(len(str(row[i])) for row in table) for i in range(6)]
     for row in table:

@@ -299,6 +299,7 @@ def _code_file_arguments(parser: argparse.ArgumentParser, func) -> None:
 def build_parser() -> argparse.ArgumentParser:
     from bot.bench import BENCHMARKS
     from bot.cli.deck import add_commands as add_deck_commands
+    from scheduler.choice import SchedulerName
 
     parser = argparse.ArgumentParser(prog="tutor", description=__doc__)
     sub = parser.add_subparsers(dest="command")
@@ -310,7 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     practice.add_argument("--topic", help="practise one topic, due or not (q to stop)")
     practice.add_argument("--no-sandbox", action="store_true",
                           help="skip code cards (no sandbox worker)")
-    practice.add_argument("--scheduler", choices=["sm2", "fsrs"],
+    practice.add_argument("--scheduler", choices=[*map(str, SchedulerName)],
                           help="schedule this session by SM-2 or FSRS (default: your "
                                "setting; both are always kept, so switching loses nothing)")
     practice.add_argument("--remediation", action=argparse.BooleanOptionalAction,

@@ -35,18 +35,18 @@ class Boards:
             raise BadChoice(f"The board covers one of: {', '.join(PERIODS)}.")
         if isinstance(page, bool) or not isinstance(page, int) or not 1 <= page <= MAX_PAGE:
             raise BadChoice(f"Pages go from 1 to {MAX_PAGE}.")
-        settings = self.store.guild_settings(guild_id)
+        settings = self.store.servers.settings(guild_id)
         since = lb.period_start(settings, period, self.tutor.clock())
-        return settings, self.store.board(guild_id, since, page=page, per_page=per_page,
-                                          caller_id=caller.id)
+        return settings, self.store.boards.standings(guild_id, since, page=page, per_page=per_page,
+                                                     caller_id=caller.id)
 
     def server_insights(self, guild_id: int, days: int) -> lb.Insights:
         since = self.tutor.clock() - timedelta(days=days)
-        return self.store.insights(since, guild_id=guild_id)
+        return self.store.boards.insights(since, guild_id=guild_id)
 
     def activity(self, learner: Learner, days: int, top: int) -> Activity:
         """A learner's reviews per day, retention per week and most-missed, over `days`."""
         since = self.tutor.clock() - timedelta(days=days)
-        return Activity(self.store.reviews_per_day(learner.id, since),
-                        self.store.retention_by_week(learner.id, since),
-                        self.store.insights(since, learner_id=learner.id, top=top))
+        return Activity(self.store.reviews.per_day(learner.id, since),
+                        self.store.reviews.retention_by_week(learner.id, since),
+                        self.store.boards.insights(since, learner_id=learner.id, top=top))

@@ -86,16 +86,16 @@ class CommunityDecks:
         except UntrustedDeck as exc:
             raise DeckRejected(exc.summary, exc.problems) from None
         store = self.tutor.store
-        row = store.stored_deck(deck.id)
+        row = store.decks.get(deck.id)
         self._check_owner(guild_id, deck.id, row, line_finder(text)(("id",)))
         if row is not None:
-            previous = parse_deck(store.deck_yaml(deck.id, row.version), deck.id,
-                                  giveaways=False)
+            previous = parse_deck(store.decks.yaml(deck.id, row.version), deck.id,
+                                   giveaways=False)
             _check_revs(previous, deck, row.version, line_finder(text))
         enabled = self.enabled(guild_id)
         chosen = enabled + [deck.id] * (deck.id not in enabled)
         try:
-            version = store.save_deck_version(NewVersion(
+            version = store.decks.save_version(NewVersion(
                 deck.id, guild_id, row.version if row else 0, text, deck.title,
                 len(deck.cards), uploaded_by[:100], self.tutor.clock(), chosen))
         except DeckTaken:
@@ -120,7 +120,7 @@ class CommunityDecks:
         that is gone (removed, unpublished) is dropped, and when none is left the server
         plays the bundled decks again rather than nothing."""
         self.tutor.decks.refresh()  # on serve: at most every 30 s unless forced
-        chosen = self.tutor.store.guild_settings(guild_id).decks
+        chosen = self.tutor.store.servers.settings(guild_id).decks
         bundled = list(self.tutor.decks.bundled.decks)
         if chosen is None:
             return bundled
@@ -166,12 +166,12 @@ class CommunityDecks:
         if not chosen:
             raise TutorError("At least one deck has to stay on.")
         bundled = list(self.tutor.decks.bundled.decks)
-        self.tutor.store.update_guild_settings(
+        self.tutor.store.servers.update_settings(
             guild_id, decks=None if chosen == bundled else chosen)
         return chosen
 
     def _own(self, guild_id: int, deck_id: str, what: str):
-        row = self.tutor.store.stored_deck(deck_id)
+        row = self.tutor.store.decks.get(deck_id)
         if row is None or row.owner_guild_id != guild_id:
             raise TutorError(f"Only the server that uploaded '{deck_id}' can {what} it.")
         return row
@@ -181,15 +181,15 @@ class CommunityDecks:
         row = self._own(guild_id, deck_id, "publish")
         if row.removed and public:
             raise TutorError(f"'{deck_id}' was removed; upload it again to publish it.")
-        self.tutor.store.update_stored_deck(deck_id, guild_id, self.tutor.clock(),
-                                            public=bool(public))
+        self.tutor.store.decks.update(deck_id, guild_id, self.tutor.clock(),
+                                      public=bool(public))
         self.tutor.decks.refresh(force=True)
 
     def remove(self, guild_id: int, deck_id: str) -> None:
         """The owner stops serving its deck everywhere; reviews and history are kept."""
         self._own(guild_id, deck_id, "remove")
-        self.tutor.store.update_stored_deck(deck_id, guild_id, self.tutor.clock(),
-                                            removed=True)
+        self.tutor.store.decks.update(deck_id, guild_id, self.tutor.clock(),
+                                      removed=True)
         self.tutor.decks.refresh(force=True)
 
     def export(self, guild_id: int, deck_id: str,
@@ -205,7 +205,7 @@ class CommunityDecks:
             raise TutorError("Export as yaml or apkg.")
         row = self.tutor.decks.stored.get(deck_id)
         if row is not None and deck_id not in self.tutor.decks.bundled.decks:
-            return f"{deck_id}.yaml", self.tutor.store.deck_yaml(deck_id, row.version).encode()
+            return f"{deck_id}.yaml", self.tutor.store.decks.yaml(deck_id, row.version).encode()
         data = deck.model_dump(mode="json", exclude_defaults=True)  # a file deck's content
         return f"{deck_id}.yaml", yaml.safe_dump(data, sort_keys=False,
                                                  allow_unicode=True).encode()

@@ -47,11 +47,11 @@ class LiveLibrary:
                 now - self._checked_at < REFRESH_EVERY):
             return
         with self._lock:
-            stamp = self.store.decks_stamp()
+            stamp = self.store.decks.stamp()
             self._checked_at = now
             if stamp == self._stamp:
                 return
-            rows = self.store.stored_decks()
+            rows = self.store.decks.all()
             decks = [deck for row in rows if not row.removed
                      and (deck := self._parse(row)) is not None]
             self._library = DeckLibrary([*self.bundled.decks.values(), *decks])
@@ -64,7 +64,7 @@ class LiveLibrary:
             return None
         key = (row.deck_id, row.version)
         if key not in self._parsed:
-            text = self.store.deck_yaml(row.deck_id, row.version)
+            text = self.store.decks.yaml(row.deck_id, row.version)
             try:  # checked in full at upload; a later lint rule must not unload it
                 self._parsed[key] = parse_deck(text, row.deck_id, giveaways=False)
             except DeckError as exc:

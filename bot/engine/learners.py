@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 
 from bot.engine.tutor import Tutor, TutorError
 from scheduler import reminders as schedule
-from scheduler.choice import SCHEDULERS
+from scheduler.choice import SchedulerName
 from scheduler.reminders import ReminderSweep, Sender, SweepReport
 from scheduler.storage.models import Learner
 from scheduler.studyday import resolve_zone
@@ -35,10 +35,11 @@ def checked(changes: dict) -> dict:
                 raise BadSetting(f"'{value}' is not a timezone I know. Pick one from the "
                                  "list, e.g. Europe/Berlin.") from None
         elif name == "scheduler":  # None: follow the server's choice
-            if value is not None and value not in SCHEDULERS:
-                raise BadSetting("The scheduler is one of: " + ", ".join(SCHEDULERS)
+            scheduler = SchedulerName.parse(value)
+            if value is not None and scheduler is None:
+                raise BadSetting("The scheduler is one of: " + ", ".join(SchedulerName)
                                  + " (or the server's choice).")
-            out[name] = value
+            out[name] = scheduler
         elif name in FLAGS:
             if not isinstance(value, bool):
                 raise BadSetting(f"{name} must be true or false.")
@@ -68,13 +69,13 @@ class Learners:
             changes.update(reminders_ignored=0, unreachable=False)
         after = learner.model_copy(update=changes)
         changes["next_reminder_at"] = schedule.reschedule(after, self.tutor.clock())
-        self.store.update_learner(learner.id, **changes)
-        return self.store.get_learner(learner.id)
+        self.store.learners.update(learner.id, **changes)
+        return self.store.learners.get(learner.id)
 
     def totals(self, learner: Learner) -> tuple[int, int, int]:
         """(reviews, right on the first try, cards seen)."""
-        reviewed, first_try = self.store.learner_totals(learner.id)
-        return reviewed, first_try, len(self.store.states(learner.id))
+        reviewed, first_try = self.store.reviews.totals(learner.id)
+        return reviewed, first_try, len(self.store.reviews.states(learner.id))
 
     async def send_due_reminders(self, sender: Sender) -> SweepReport:
         """One sweep: claim every learner whose reminder is due and hand each to `sender`."""
@@ -82,12 +83,12 @@ class Learners:
 
     def snooze_reminders(self, learner: Learner) -> datetime:
         until = self.tutor.clock() + SNOOZE
-        self.store.update_learner(learner.id, next_reminder_at=until)
+        self.store.learners.update(learner.id, next_reminder_at=until)
         return until
 
     def pause_reminders(self, learner: Learner) -> None:
-        self.store.update_learner(learner.id, reminders_enabled=False, next_reminder_at=None)
+        self.store.learners.update(learner.id, reminders_enabled=False, next_reminder_at=None)
 
     def forget(self, learner: Learner) -> None:
         """Delete the learner and everything of theirs."""
-        self.store.delete_learner(learner.id)
+        self.store.learners.delete(learner.id)

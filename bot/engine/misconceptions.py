@@ -42,7 +42,7 @@ class OpenMistake:
 def learner_mistakes(store: Store, library: DeckLibrary, learner_id: int) -> list[OpenMistake]:
     """The learner's misconceptions, open first; a mistake whose deck is gone keeps its id."""
     out = []
-    for row in store.misconceptions(learner_id):
+    for row in store.misconceptions.for_learner(learner_id):
         title = row.mistake_id
         deck = library.decks.get(row.deck_id)
         if deck is not None:

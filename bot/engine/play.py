@@ -62,12 +62,12 @@ class Play:
                                       only=card_id, decks=decks)
         if served is None:
             return None
-        self.store.save_served(served.serve_id, learner.id, served.to_json(), served.served_at)
+        self.store.served.save(served.serve_id, learner.id, served.to_json(), served.served_at)
         return InPlay(served, self.tutor.card(served), {})
 
     def current(self, serve_id: str, learner: Learner) -> InPlay:
         """The card as it stands now, for this learner; Gone, NotYours or Finished."""
-        row = self.store.load_served(serve_id)
+        row = self.store.served.load(serve_id)
         if row is None:
             raise Gone("This card is no longer available. Use **/review** or **/learn** for "
                        "a new one.")
@@ -81,7 +81,7 @@ class Play:
         try:
             card = self.tutor.card(served)
         except StaleCard:  # the deck changed under it: it can never be answered now
-            self.store.advance_served(Advance(serve_id, served.attempts, served.to_json(),
+            self.store.served.advance(Advance(serve_id, served.attempts, served.to_json(),
                                               True))
             raise
         return InPlay(served, card, row.draft)
@@ -120,14 +120,14 @@ class Play:
         if blank_id not in {b.id for b in card.blanks} or chip_id not in {
                 c.id for c in card.chips}:
             raise InvalidAnswer("That is not one of this card's blanks or options.")
-        if self.store.set_draft(serve_id, blank_id, chip_id) is None:
+        if self.store.served.set_draft(serve_id, blank_id, chip_id) is None:
             raise Finished("This card was already answered.")
 
     def hint(self, serve_id: str, attempt: int, learner: Learner) -> InPlay:
         """The card with its hint shown (which caps the grade)."""
         playing = self.at(serve_id, attempt, learner)
         served, _ = self.tutor.hint(playing.served)
-        if not self.store.advance_served(Advance(serve_id, attempt, served.to_json(), False,
+        if not self.store.served.advance(Advance(serve_id, attempt, served.to_json(), False,
                                                  clear_draft=False)):
             raise AlreadyCounted("That click was already counted.")
         return replace(playing, served=served)
@@ -141,7 +141,7 @@ class Play:
 
     def open_code_card(self, learner: Learner) -> InPlay | None:
         """The learner's newest unfinished code card, for a code reply sent as a message."""
-        for row in self.store.open_served(learner.id):
+        for row in self.store.served.unfinished(learner.id):
             served = Served.from_json(row.served)
             if self.tutor.library.has_card(served.card_id) and isinstance(
                     self.tutor.library.card(served.card_id), CodeCard):

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Literal
 
+from scheduler.choice import DEFAULT_SCHEDULER, SchedulerName
 from scheduler.fsrs_review import FSRSState
 from scheduler.sm2 import SM2State
 
@@ -41,7 +42,7 @@ class Served:
     # FSRS's state when served (None: never reviewed), kept beside SM-2's; the scheduler
     # whose due day the learner is told; whether wrong answers bring cards forward.
     fsrs: FSRSState | None = None
-    scheduler: str = "sm2"
+    scheduler: SchedulerName = DEFAULT_SCHEDULER
     remediation: bool = False
     restart: bool = False  # the card's content changed: both schedules start over
     # The learner's open misconceptions this card tests: a first try past them corrects them.
@@ -75,6 +76,7 @@ class Served:
             **data,
             "fsrs": None if fsrs is None else FSRSState(fsrs[0], fsrs[1],
                                                         date.fromisoformat(fsrs[2])),
+            "scheduler": SchedulerName(data.get("scheduler", DEFAULT_SCHEDULER)),
             "served_at": datetime.fromisoformat(data["served_at"]),
             "state": SM2State(*data["state"]),
             "chosen": tuple(data["chosen"]),

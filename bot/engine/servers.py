@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.engine.tutor import Tutor, TutorError
-from scheduler.choice import SCHEDULERS
+from scheduler.choice import SchedulerName
 from scheduler.storage.models import GuildSettings
 from scheduler.studyday import resolve_zone
 
@@ -20,30 +20,31 @@ class Servers:
         self.store = tutor.store
 
     def settings(self, guild_id: int) -> GuildSettings:
-        return self.store.guild_settings(guild_id)
+        return self.store.servers.settings(guild_id)
 
     def set_public_play(self, guild_id: int, enabled: bool) -> None:
-        self.store.update_guild_settings(guild_id, public_play=bool(enabled))
+        self.store.servers.update_settings(guild_id, public_play=bool(enabled))
 
     def set_scheduler(self, guild_id: int, scheduler: str | None) -> None:
         """The scheduler for this server's learners who chose none (None: the default)."""
-        if scheduler is not None and scheduler not in SCHEDULERS:
-            raise BadServerSetting("The scheduler is one of: " + ", ".join(SCHEDULERS) + ".")
-        self.store.update_guild_settings(guild_id, scheduler=scheduler)
+        name = SchedulerName.parse(scheduler)
+        if scheduler is not None and name is None:
+            raise BadServerSetting("The scheduler is one of: " + ", ".join(SchedulerName) + ".")
+        self.store.servers.update_settings(guild_id, scheduler=name)
 
     def set_remediation(self, guild_id: int, enabled: bool) -> None:
         if not isinstance(enabled, bool):
             raise BadServerSetting("Remediation is on or off.")
-        self.store.update_guild_settings(guild_id, remediation=enabled)
+        self.store.servers.update_settings(guild_id, remediation=enabled)
 
     def set_reminder_channel(self, guild_id: int, channel_id: int | None) -> None:
-        self.store.update_guild_settings(guild_id, reminder_channel_id=channel_id)
+        self.store.servers.update_settings(guild_id, reminder_channel_id=channel_id)
 
     def new_season(self, guild_id: int) -> int:
         """Start the next leaderboard season (history is kept); its number."""
         season = self.settings(guild_id).season + 1
-        self.store.update_guild_settings(guild_id, season=season,
-                                         season_started_at=self.tutor.clock())
+        self.store.servers.update_settings(guild_id, season=season,
+                                           season_started_at=self.tutor.clock())
         return season
 
     def set_board(self, guild_id: int, timezone: str | None = None,
@@ -59,4 +60,4 @@ class Servers:
                 raise BadServerSetting("The week starts on one of: " + ", ".join(WEEKDAYS)
                                        + ".")
             changes["week_start"] = week_start
-        return self.store.update_guild_settings(guild_id, **changes)
+        return self.store.servers.update_settings(guild_id, **changes)

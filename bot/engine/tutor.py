@@ -39,7 +39,7 @@ from bot.engine.served import Kind, Served, new_serve_id
 from bot.observability import record_answer
 from content.loader import AnyCard, DeckLibrary
 from content.schema import CodeCard, FillInCard
-from scheduler.choice import DUE_KEYS, Choice, fsrs_state, resolve
+from scheduler.choice import DUE_KEYS, Choice, SchedulerName, fsrs_state, resolve
 from scheduler.fsrs_review import FSRSState, review_fsrs
 from scheduler.grading import DEFAULT_POLICY, MAX_ATTEMPTS, GradePolicy, needs_drill, quality_for
 from scheduler.remediation import (
@@ -129,7 +129,9 @@ class Tutor:
     # -- learners ------------------------------------------------------------------------
 
     def learner(self, external_id: str, display_name: str = "") -> Learner:
-        return self.store.learner(external_id, display_name=display_name, now=self.clock())
+        """The learner with this external id, created on first contact."""
+        return self.store.learners.get_or_create(external_id, display_name=display_name,
+                                                 now=self.clock())
 
     @property
     def database_waits(self) -> bool:
@@ -164,7 +166,7 @@ class Tutor:
                scheduler: str | None = None, remediation: bool | None = None) -> Choice:
         """The scheduler and remediation in force: a one-off choice (`tutor practice
         --scheduler --remediation`), else the learner's, else the server's, else ours."""
-        server = self.store.server_choice(learner.id, guild_id)
+        server = self.store.servers.choice(learner.id, guild_id)
         return resolve(scheduler or learner.scheduler, *server, remediation)
 
     def next_card(
@@ -189,9 +191,9 @@ class Tutor:
                  if only is None or card.id == only}
         today = self.today(learner)
         choice = self.choice(learner, guild_id, scheduler, remediation)
-        held = self.store.open_mistakes(learner.id)  # (deck id, mistake id)
+        held = self.store.misconceptions.open_for(learner.id)  # (deck id, mistake id)
         serve = partial(self._serve, learner, guild_id=guild_id, choice=choice, held=held)
-        states = {s.card_id: s for s in self.store.states(learner.id) if s.card_id in cards}
+        states = {s.card_id: s for s in self.store.reviews.states(learner.id) if s.card_id in cards}
         # Reviewed before the card's content changed: due now, and starting over.
         relearn = {s.card_id for s in states.values()
                    if s.card_rev < cards[s.card_id].meaning_rev}
@@ -240,7 +242,7 @@ class Tutor:
         return [by_id[card_id] for card_id in order]
 
     def _new_left(self, learner: Learner, today: date) -> int:
-        return max(0, learner.new_per_day - self.store.new_cards_on(learner.id, today))
+        return max(0, learner.new_per_day - self.store.reviews.new_cards_on(learner.id, today))
 
     def _serve(self, learner: Learner, card: AnyCard, kind: Kind, state: sa.Row | None, *,
                guild_id: int | None, choice: Choice, held: set[tuple[str, str]],
@@ -249,7 +251,7 @@ class Tutor:
         changed); the row is still updated under its review-count guard. `held`: the
         learner's open misconceptions, as (deck id, mistake id)."""
         if guild_id is not None:
-            self.store.touch_guild(guild_id, learner.id, self.clock())
+            self.store.servers.note_visit(guild_id, learner.id, self.clock())
         now = self.clock()
         serve_id = new_serve_id(now)
         fresh = state is None or restart
@@ -314,7 +316,7 @@ class Tutor:
         attempt = served.next_attempt(chosen)
         correct = not findings
         if not correct and attempt.attempts < MAX_ATTEMPTS:
-            if stored and not self.store.advance_served(_advance(served, attempt, False)):
+            if stored and not self.store.served.advance(_advance(served, attempt, False)):
                 raise AlreadyCounted("That click was already counted.")
             return Verdict(attempt, False, False, findings)
         return self._finish(attempt, card, correct, findings,
@@ -356,7 +358,7 @@ class Tutor:
             due = due_day(today, after.interval)
             fsrs, fsrs_interval = review_fsrs(self._fsrs_before(served), quality, today)
             fsrs_due = due_day(today, fsrs_interval)
-            told = (fsrs_interval, fsrs_due) if served.scheduler == "fsrs" else (
+            told = (fsrs_interval, fsrs_due) if served.scheduler == SchedulerName.FSRS else (
                 after.interval, due)
         lapses = served.lapses + (schedules and quality < 3)
         mistakes = sorted({m for attempt in served.chosen for m in mistakes_of(card, attempt)})
@@ -396,20 +398,21 @@ class Tutor:
         version that did not carry it (mid-upgrade), the stored one, not a fresh start."""
         if served.fsrs is not None or served.review_count is None or served.restart:
             return served.fsrs
-        row = self.store.state(served.learner_id, served.card_id)
+        row = self.store.reviews.state(served.learner_id, served.card_id)
         return None if row is None else fsrs_state(row)
 
     def _remedies(self, served: Served, card: AnyCard, deck_id: str, mistakes: list[str],
                   today: date) -> list[str]:
         """The learner's cards to bring forward for the mistakes this answer showed."""
-        budget = REMEDIES_PER_DAY - self.store.remedies_used(served.learner_id, today)
+        budget = REMEDIES_PER_DAY - self.store.misconceptions.remedies_used(served.learner_id,
+                                                                            today)
         if budget <= 0:
             return []
         tests = deck_tests(self.library, deck_id)
         due_of, _ = DUE_KEYS[served.scheduler]
         met = {s.card_id: Candidate(s.card_id, due_of(s), s.last_review_day,
                                     s.remedy_day is not None)
-               for s in self.store.states(served.learner_id) if s.card_id in tests}
+               for s in self.store.reviews.states(served.learner_id) if s.card_id in tests}
         return pick_remedies(mistakes, card.id, tests, met, today, budget)
 
     # -- progress ------------------------------------------------------------------------
@@ -421,7 +424,7 @@ class Tutor:
         choice = self.choice(learner, guild_id, scheduler, remediation)
         due_of, _ = DUE_KEYS[choice.scheduler]
         cards = {card.id for card in self.servable(deck_id)}
-        states = [s for s in self.store.states(learner.id) if s.card_id in cards]
+        states = [s for s in self.store.reviews.states(learner.id) if s.card_id in cards]
         unseen = len(cards) - len(states)
         return Progress(
             today=today,

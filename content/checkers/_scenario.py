@@ -114,7 +114,3 @@ def axpy(a: float, x: Vector, y: Vector) -> Vector:
 
 def allclose(a: Vector, b: Vector, atol: float, rtol: float) -> bool:
     return all(abs(ai - bi) <= atol + rtol * abs(bi) for ai, bi in zip(a, b, strict=True))
-
-
-def max_abs_diff(a: Vector, b: Vector) -> float:
-    return max(abs(ai - bi) for ai, bi in zip(a, b, strict=True))

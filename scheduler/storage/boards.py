@@ -8,24 +8,35 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from scheduler.leaderboard import (
-    GRADED_KINDS,
-    Board,
-    Insights,
-    Standing,
-    first_try_sql,
-    learner_t,
-    log_t,
-    points_sql,
-)
+from scheduler.leaderboard import GRADED_KINDS, POINTS, Board, Insights, Standing
+from scheduler.storage.db import Queries
+from scheduler.storage.models import Learner, ReviewLog
+
+log_t = ReviewLog.__table__
+learner_t = Learner.__table__
 
 
-class BoardQueries:
-    """Mixed into Store: needs `self.engine`."""
+def first_try_sql() -> sa.ColumnElement:
+    """Right on the first attempt without a hint: the only answer that shows recall."""
+    c = log_t.c
+    return sa.and_(c.correct, c.attempts == 1, c.hint_used.is_(False))
 
-    engine: sa.Engine
 
-    def board(self, guild_id: int, since: datetime | None, *, page: int = 1,
+def points_sql() -> sa.ColumnElement:
+    """points_for in SQL, so boards are one aggregate over the log."""
+    c = log_t.c
+    first_try = first_try_sql()
+    return sa.case(
+        *[(sa.and_(c.kind == kind, first_try if ft else sa.not_(first_try),
+                   c.correct if ok else sa.not_(c.correct)), points)
+          for (kind, ft, ok), points in POINTS.items() if points],
+        else_=0)
+
+
+class Boards(Queries):
+    """`store.boards`."""
+
+    def standings(self, guild_id: int, since: datetime | None, *, page: int = 1,
               per_page: int = 10, caller_id: int | None = None) -> Board:
         """One page of a server's board since `since` (None: all time), and the caller's
         own standing wherever it is."""

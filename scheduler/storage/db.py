@@ -1,4 +1,4 @@
-"""Database engines and migrations.
+"""Database engines, migrations, and the base of the store's query groups.
 
 SQLite connections get WAL, foreign keys and a busy timeout on connect (docs/architecture.md,
 "Storage"; a kill -9 in WAL mode lost no acknowledged review; synchronous=NORMAL risks the
@@ -18,6 +18,14 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 DEFAULT_URL = "sqlite:///tutor.db"
+
+
+class Queries:
+    """One group of the store's queries (scheduler/storage/store.py): every group is built
+    alike, on the shared engine."""
+
+    def __init__(self, engine: sa.Engine):
+        self.engine = engine
 
 
 def upsert_insert(table: sa.Table, dialect_name: str):

@@ -12,7 +12,7 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from scheduler.storage.db import upsert_insert
+from scheduler.storage.db import Queries, upsert_insert
 from scheduler.storage.models import CommunityDeck, CommunityDeckVersion, GuildSettings
 
 deck_t = CommunityDeck.__table__
@@ -37,25 +37,23 @@ class NewVersion:
     enabled: list[str] | None  # the uploading server's decks afterwards (None: bundled)
 
 
-class DeckQueries:
-    """Mixed into Store: needs `self.engine`."""
+class Decks(Queries):
+    """`store.decks`."""
 
-    engine: sa.Engine
-
-    def stored_deck(self, deck_id: str) -> sa.Row | None:
+    def get(self, deck_id: str) -> sa.Row | None:
         with self.engine.connect() as conn:
             return conn.execute(sa.select(deck_t).where(deck_t.c.deck_id == deck_id)).first()
 
-    def stored_decks(self) -> list[sa.Row]:
+    def all(self) -> list[sa.Row]:
         with self.engine.connect() as conn:
             return conn.execute(sa.select(deck_t).order_by(deck_t.c.deck_id)).all()
 
-    def deck_yaml(self, deck_id: str, version: int) -> str | None:
+    def yaml(self, deck_id: str, version: int) -> str | None:
         with self.engine.connect() as conn:
             return conn.execute(sa.select(version_t.c.yaml).where(
                 version_t.c.deck_id == deck_id, version_t.c.version == version)).scalar()
 
-    def deck_versions(self, deck_id: str) -> list[sa.Row]:
+    def versions(self, deck_id: str) -> list[sa.Row]:
         """Every stored version, oldest first (history: the YAML is not loaded)."""
         with self.engine.connect() as conn:
             return conn.execute(
@@ -63,14 +61,14 @@ class DeckQueries:
                           version_t.c.uploaded_at)
                 .where(version_t.c.deck_id == deck_id).order_by(version_t.c.version)).all()
 
-    def decks_stamp(self) -> tuple[int, int]:
+    def stamp(self) -> tuple[int, int]:
         """Changes when any stored deck does: one cheap aggregate, for other processes."""
         with self.engine.connect() as conn:
             count, total = conn.execute(sa.select(
                 sa.func.count(), sa.func.coalesce(sa.func.sum(deck_t.c.changes), 0))).one()
         return int(count), int(total)
 
-    def save_deck_version(self, v: NewVersion) -> int:
+    def save_version(self, v: NewVersion) -> int:
         """Store one upload as the deck's next version; DeckTaken if another got there
         first. Returns the version number."""
         version = v.expected + 1
@@ -89,13 +87,13 @@ class DeckQueries:
                              changes=deck_t.c.changes + 1, updated_at=v.at))
                     if moved.rowcount != 1:
                         raise DeckTaken(v.deck_id)
-                self._insert_deck_version(conn, v, version)
+                self._insert_version(conn, v, version)
                 self._write_enabled(conn, v.guild_id, v.enabled)
         except sa.exc.IntegrityError:
             raise DeckTaken(v.deck_id) from None
         return version
 
-    def _insert_deck_version(self, conn: sa.Connection, v: NewVersion, version: int) -> None:
+    def _insert_version(self, conn: sa.Connection, v: NewVersion, version: int) -> None:
         conn.execute(version_t.insert().values(
             deck_id=v.deck_id, version=version, yaml=v.yaml, uploaded_by=v.uploaded_by,
             uploaded_at=v.at))
@@ -108,8 +106,8 @@ class DeckQueries:
                      .on_conflict_do_update(index_elements=["guild_id"],
                                             set_={"decks": insert.excluded.decks}))
 
-    def update_stored_deck(self, deck_id: str, guild_id: int, now: datetime,
-                           **values) -> bool:
+    def update(self, deck_id: str, guild_id: int, now: datetime,
+               **values) -> bool:
         """Set `public` or `removed` on a deck this guild owns; False if it owns none."""
         if set(values) - {"public", "removed"}:
             raise ValueError(f"cannot update a stored deck's {sorted(values)}")

@@ -7,7 +7,7 @@ from datetime import date
 
 import sqlalchemy as sa
 
-from scheduler.storage.db import upsert_insert
+from scheduler.storage.db import Queries, upsert_insert
 from scheduler.storage.models import CardState, Misconception, ReviewLog
 from scheduler.storage.prepared import Prepared
 
@@ -20,12 +20,13 @@ def _key(table: sa.Table, *names: str):
     return [table.c[n] == sa.bindparam(f"k_{n}") for n in names]
 
 
-class MisconceptionQueries:
-    """Mixed into Store (which provides `engine`)."""
+class Misconceptions(Queries):
+    """`store.misconceptions`. Its writes run in the answer's transaction (Store.record),
+    as statements compiled once."""
 
-    engine: sa.Engine
-
-    def _prepare_misconceptions(self, dialect: sa.Dialect) -> None:
+    def __init__(self, engine: sa.Engine):
+        super().__init__(engine)
+        dialect = engine.dialect
         c = misconception_t.c
         shown = upsert_insert(misconception_t, dialect.name)
         # A conflict is the learner showing it again: reopen and count (one statement, so
@@ -44,8 +45,9 @@ class MisconceptionQueries:
             *_key(state_t, "learner_id", "card_id"), state_t.c.remedy_day.is_(None))
             .values(remedy_day=sa.bindparam("day", type_=sa.Date())), dialect, [])
 
-    def _write_misconceptions(self, cursor, r) -> None:
-        """The answer's shown and corrected mistakes, and the remedies it set."""
+    def record_answer(self, cursor, r) -> None:
+        """Write the answer's shown and corrected mistakes, and the remedies it set, on
+        the answer's cursor (in its transaction)."""
         for mistake in r.mistake_ids:
             self._show_mistake(cursor, {
                 "learner_id": r.learner_id, "deck_id": r.deck_id, "mistake_id": mistake,
@@ -59,7 +61,7 @@ class MisconceptionQueries:
             self._set_remedy(cursor, {"k_learner_id": r.learner_id, "k_card_id": card_id,
                                       "day": r.remedy_day})
 
-    def misconceptions(self, learner_id: int) -> list[Misconception]:
+    def for_learner(self, learner_id: int) -> list[Misconception]:
         """Every misconception the learner showed: open ones first, most recent first."""
         c = misconception_t.c
         query = (sa.select(misconception_t).where(c.learner_id == learner_id)
@@ -67,7 +69,7 @@ class MisconceptionQueries:
         with self.engine.connect() as conn:
             return [Misconception.model_validate(r._mapping) for r in conn.execute(query)]
 
-    def open_mistakes(self, learner_id: int) -> set[tuple[str, str]]:
+    def open_for(self, learner_id: int) -> set[tuple[str, str]]:
         """(deck id, mistake id) of the learner's open misconceptions."""
         c = misconception_t.c
         query = sa.select(c.deck_id, c.mistake_id).where(c.learner_id == learner_id, c.open)

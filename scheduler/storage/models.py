@@ -71,7 +71,7 @@ class Learner(SQLModel, table=True):
     streak: int = Field(default=0)
     longest_streak: int = Field(default=0)
     streak_day: date | None = None
-    # "sm2" or "fsrs"; None: the server's choice (scheduler/choice.py). Both schedulers'
+    # A SchedulerName's string; None: the server's choice (scheduler/choice.py). Both schedulers'
     # states are kept for every card, so a switch changes only which due day counts.
     scheduler: str | None = Field(default=None, max_length=8)
 

@@ -7,7 +7,9 @@ from datetime import date, datetime
 
 import sqlalchemy as sa
 
+from scheduler.choice import DEFAULT_SCHEDULER, DUE, SchedulerName
 from scheduler.reminders import Claimed
+from scheduler.storage.db import Queries
 from scheduler.storage.models import CardState, GuildMember, GuildSettings, Learner
 
 learner_t = Learner.__table__
@@ -18,12 +20,18 @@ guild_t = GuildSettings.__table__
 REMINDER_FIELDS = tuple(field.name for field in dataclasses.fields(Claimed))
 
 
-class ReminderQueries:
-    """Mixed into Store (which provides `engine`)."""
+def due_day_sql(scheduler: SchedulerName) -> sa.ColumnElement:
+    """A card state's due day under ``scheduler``: scheduler/choice.py's DUE, as SQL."""
+    due = DUE[scheduler]
+    if due.fallback is None:
+        return state_t.c[due.column]
+    return sa.func.coalesce(state_t.c[due.column], state_t.c[due.fallback])
 
-    engine: sa.Engine
 
-    def claim_reminders(self, now: datetime, token: str, expired_before: datetime,
+class Reminders(Queries):
+    """`store.reminders`."""
+
+    def claim(self, now: datetime, token: str, expired_before: datetime,
                         limit: int) -> list[sa.Row]:
         """Claim up to `limit` due reminders (oldest first) for this sweep.
 
@@ -46,9 +54,9 @@ class ReminderQueries:
             rows = conn.execute(claim).all()
         return sorted(rows, key=lambda row: (row.next_reminder_at, row.id))
 
-    def advance_reminder(self, learner_id: int, token: str, next_at: datetime, *,
-                         sent_at: datetime | None, ignored: int | None = None,
-                         unreachable: bool = False) -> bool:
+    def advance(self, learner_id: int, token: str, next_at: datetime, *,
+                sent_at: datetime | None, ignored: int | None = None,
+                unreachable: bool = False) -> bool:
         """Move a claimed reminder to its next slot and release the claim."""
         values = {"next_reminder_at": next_at, "reminder_claim": None,
                   "reminder_claimed_at": None, "unreachable": unreachable}
@@ -62,16 +70,15 @@ class ReminderQueries:
                 .values(**values))
         return bool(result.rowcount)
 
-    def due_count(self, learner_id: int, today: date, scheduler: str = "sm2") -> int:
-        """Cards due by ``today`` under ``scheduler`` (bot/engine/tutor.py DUE_KEYS)."""
-        due = state_t.c.due_day if scheduler == "sm2" else sa.func.coalesce(
-            state_t.c.fsrs_due_day, state_t.c.due_day)
+    def due_count(self, learner_id: int, today: date,
+                  scheduler: SchedulerName = DEFAULT_SCHEDULER) -> int:
+        """Cards due by ``today`` under ``scheduler``."""
         query = sa.select(sa.func.count()).where(
-            state_t.c.learner_id == learner_id, due <= today)
+            state_t.c.learner_id == learner_id, due_day_sql(scheduler) <= today)
         with self.engine.connect() as conn:
             return conn.execute(query).scalar_one()
 
-    def reminder_channel_for(self, learner_id: int) -> int | None:
+    def channel_for(self, learner_id: int) -> int | None:
         """The reminder channel of the server this learner used most recently, if any."""
         query = (
             sa.select(guild_t.c.reminder_channel_id)

@@ -7,6 +7,7 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
+from scheduler.storage.db import Queries
 from scheduler.storage.models import ServedCard
 
 served_t = ServedCard.__table__
@@ -36,12 +37,10 @@ def _keeping_draft() -> sa.Update:
     return advance_statement().values(draft=served_t.c.draft)
 
 
-class ServedQueries:
-    """Mixed into Store (which provides `engine`)."""
+class ServedCards(Queries):
+    """`store.served`."""
 
-    engine: sa.Engine
-
-    def save_served(self, serve_id: str, learner_id: int, served: dict, at: datetime) -> None:
+    def save(self, serve_id: str, learner_id: int, served: dict, at: datetime) -> None:
         with self.engine.begin() as conn:
             conn.execute(served_t.insert(), {
                 "serve_id": serve_id, "learner_id": learner_id, "served": served,
@@ -49,13 +48,13 @@ class ServedQueries:
                 "served_at": at,
             })
 
-    def load_served(self, serve_id: str) -> ServedCard | None:
+    def load(self, serve_id: str) -> ServedCard | None:
         with self.engine.connect() as conn:
             row = conn.execute(
                 sa.select(served_t).where(served_t.c.serve_id == serve_id)).first()
         return None if row is None else ServedCard(**row._mapping)
 
-    def advance_served(self, advance) -> bool:
+    def advance(self, advance) -> bool:
         """Store the next attempt state unless another click got there first."""
         statement = advance_statement() if advance.clear_draft else _keeping_draft()
         with self.engine.begin() as conn:
@@ -75,7 +74,7 @@ class ServedQueries:
                          .values(draft=draft))
         return draft
 
-    def open_served(self, learner_id: int, limit: int = 10) -> list[ServedCard]:
+    def unfinished(self, learner_id: int, limit: int = 10) -> list[ServedCard]:
         """This learner's unfinished cards, newest first."""
         query = (
             sa.select(served_t)

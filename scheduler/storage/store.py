@@ -1,10 +1,10 @@
-"""Reads and writes of learners, card states and review logs.
+"""The store: every query, in groups composed here, and the answer's one transaction.
 
-Everything here is SQLAlchemy Core on the sqlmodel tables: the ORM unit of work costs ~10x
-on the answer hot path (docs/architecture.md, "Storage"). One review is one transaction: the
-log row (unique answer id: a repeated answer is recorded once), the card state (guarded by
-its review count: an answer served against an older state is refused as stale) and, from
-Discord, the served card's last attempt (guarded by its attempt number).
+Everything in scheduler/storage is SQLAlchemy Core on the sqlmodel tables: the ORM unit of
+work costs ~10x on the answer hot path (docs/architecture.md, "Storage"). One review is one
+transaction: the log row (unique answer id: a repeated answer is recorded once), the card
+state (guarded by its review count: an answer served against an older state is refused as
+stale) and, from Discord, the served card's last attempt (guarded by its attempt number).
 """
 
 from __future__ import annotations
@@ -16,14 +16,17 @@ from datetime import date, datetime, timedelta
 
 import sqlalchemy as sa
 
-from scheduler.storage.boards import BoardQueries
-from scheduler.storage.decks import DeckQueries
-from scheduler.storage.learners import LearnerQueries
-from scheduler.storage.misconceptions import MisconceptionQueries
+from scheduler.choice import DEFAULT_SCHEDULER, SchedulerName
+from scheduler.storage.boards import Boards
+from scheduler.storage.decks import Decks
+from scheduler.storage.learners import Learners
+from scheduler.storage.misconceptions import Misconceptions
 from scheduler.storage.models import CardState, Learner, ReviewLog
 from scheduler.storage.prepared import Prepared
-from scheduler.storage.reminders import ReminderQueries
-from scheduler.storage.served import ServedQueries, advance_statement, advance_values
+from scheduler.storage.reminders import Reminders
+from scheduler.storage.reviews import Reviews
+from scheduler.storage.served import ServedCards, advance_statement, advance_values
+from scheduler.storage.servers import Servers
 
 learner_t = Learner.__table__
 state_t = CardState.__table__
@@ -83,7 +86,7 @@ class ReviewRecord:
     # What the learner was told, by the scheduler they are on.
     told_interval: int
     told_due_day: date
-    scheduler: str = "sm2"
+    scheduler: SchedulerName = DEFAULT_SCHEDULER
     fsrs_stability: float | None = None
     fsrs_difficulty: float | None = None
     fsrs_due_day: date | None = None
@@ -104,14 +107,25 @@ class Recorded:
     interval: int
 
 
-class Store(LearnerQueries, BoardQueries, DeckQueries, MisconceptionQueries, ReminderQueries,
-            ServedQueries):
+class Store:
+    """Every query, by group (`store.learners`, `store.served`, ...: each built alike on the
+    shared engine); the answer's one transaction (`record`) is the store's own, since it
+    writes across groups: the served card, the log, the card state, the learner's day and
+    their misconceptions."""
+
     def __init__(self, engine: sa.Engine):
         self.engine = engine
+        self.learners = Learners(engine)
+        self.servers = Servers(engine)
+        self.reviews = Reviews(engine)
+        self.served = ServedCards(engine)
+        self.decks = Decks(engine)
+        self.boards = Boards(engine)
+        self.reminders = Reminders(engine)
+        self.misconceptions = Misconceptions(engine)
         self._write_lock = threading.Lock()
         self._write_conn = None
         self._integrity_error = engine.dialect.loaded_dbapi.IntegrityError
-        dialect = engine.dialect.name
         # Compiled once: the answer hot path only binds values.
         d = engine.dialect
         self._insert_log = Prepared(log_t.insert(), d, [*_LOG_COLUMNS.values()])
@@ -128,8 +142,6 @@ class Store(LearnerQueries, BoardQueries, DeckQueries, MisconceptionQueries, Rem
         self._count_review = Prepared(_streak_update(), d, [])
         self._advance_served = Prepared(advance_statement(), d, [])
         self._clear_remedy = Prepared(_keyed_update(remedy_day=None), d, [])
-        self._prepare_misconceptions(d)
-        self._prepare_learners(dialect)
 
     @property
     def on_server(self) -> bool:
@@ -140,81 +152,6 @@ class Store(LearnerQueries, BoardQueries, DeckQueries, MisconceptionQueries, Rem
     def ping(self) -> bool:
         with self.engine.connect() as conn:
             return conn.exec_driver_sql("SELECT 1").scalar() == 1
-
-    # -- card states ---------------------------------------------------------------------
-
-    # Card states come back as plain rows (attribute access): validating them into
-    # SQLModel objects cost ~100 µs a row, most of serving a card.
-
-    def state(self, learner_id: int, card_id: str) -> sa.Row | None:
-        with self.engine.connect() as conn:
-            return conn.execute(
-                sa.select(state_t).where(
-                    state_t.c.learner_id == learner_id, state_t.c.card_id == card_id
-                )
-            ).first()
-
-    def states(self, learner_id: int) -> list[sa.Row]:
-        with self.engine.connect() as conn:
-            return conn.execute(
-                sa.select(state_t).where(state_t.c.learner_id == learner_id)).all()
-
-    def new_cards_on(self, learner_id: int, day: date) -> int:
-        """How many cards this learner first met on `day`."""
-        query = sa.select(sa.func.count()).where(
-            log_t.c.learner_id == learner_id, log_t.c.study_day == day, log_t.c.kind == "new"
-        )
-        with self.engine.connect() as conn:
-            return conn.execute(query).scalar_one()
-
-    def reviews_on(self, learner_id: int, day: date) -> list[ReviewLog]:
-        query = (
-            sa.select(log_t)
-            .where(log_t.c.learner_id == learner_id, log_t.c.study_day == day)
-            .order_by(log_t.c.id)
-        )
-        with self.engine.connect() as conn:
-            return [ReviewLog.model_validate(r._mapping) for r in conn.execute(query)]
-
-    def learner_totals(self, learner_id: int) -> tuple[int, int]:
-        """(graded reviews, of which right on the first try), drills and cram excluded."""
-        first_try = sa.and_(log_t.c.correct, log_t.c.attempts == 1)
-        query = sa.select(
-            sa.func.count(), sa.func.coalesce(sa.func.sum(sa.case((first_try, 1), else_=0)), 0)
-        ).where(log_t.c.learner_id == learner_id, log_t.c.kind.in_(("new", "review")))
-        with self.engine.connect() as conn:
-            total, right = conn.execute(query).one()
-        return int(total), int(right)
-
-    def reviews_per_day(self, learner_id: int, since: datetime) -> dict[date, int]:
-        """Graded reviews per study day (drills and cram excluded)."""
-        query = (
-            sa.select(log_t.c.study_day, sa.func.count())
-            .where(log_t.c.learner_id == learner_id, log_t.c.reviewed_at >= since,
-                   log_t.c.kind.in_(("new", "review")))
-            .group_by(log_t.c.study_day)
-        )
-        with self.engine.connect() as conn:
-            return dict(conn.execute(query).all())
-
-    def retention_by_week(self, learner_id: int, since: datetime) -> list[tuple[date, float, int]]:
-        """(week start, share right on the first try, reviews) for due reviews, by week."""
-        counts: dict[date, list[int]] = {}
-        query = sa.select(log_t.c.study_day, log_t.c.correct, log_t.c.attempts,
-                          log_t.c.hint_used).where(
-            log_t.c.learner_id == learner_id, log_t.c.reviewed_at >= since,
-            log_t.c.kind == "review")
-        with self.engine.connect() as conn:
-            for day, correct, attempts, hint in conn.execute(query):
-                week = counts.setdefault(day - timedelta(days=day.weekday()), [0, 0])
-                week[0] += bool(correct and attempts == 1 and not hint)
-                week[1] += 1
-        return [(week, right / total, total) for week, (right, total) in sorted(counts.items())]
-
-    def review(self, answer_id: str) -> ReviewLog | None:
-        with self.engine.connect() as conn:
-            row = conn.execute(sa.select(log_t).where(log_t.c.answer_id == answer_id)).first()
-        return None if row is None else ReviewLog.model_validate(row._mapping)
 
     # -- the answer hot path -------------------------------------------------------------
 
@@ -263,7 +200,7 @@ class Store(LearnerQueries, BoardQueries, DeckQueries, MisconceptionQueries, Rem
                     self._count_review(cursor, {"k_learner": r.learner_id, "day": r.study_day,
                                                 "yesterday": r.study_day - timedelta(days=1)})
                 if written and (r.mistake_ids or r.corrected or r.remedies):
-                    self._write_misconceptions(cursor, r)
+                    self.misconceptions.record_answer(cursor, r)
             except self._integrity_error:
                 # Plain INSERTs (ON CONFLICT cannot be cached by SQLAlchemy): a conflict is a
                 # repeated answer id, or a racing first review of the same card.
@@ -278,7 +215,7 @@ class Store(LearnerQueries, BoardQueries, DeckQueries, MisconceptionQueries, Rem
                 conn.commit()
                 return Recorded(False, r.quality, r.correct, r.told_due_day, r.told_interval)
             conn.rollback()
-        first = self.review(r.answer_id) if written is None else None
+        first = self.reviews.get(r.answer_id) if written is None else None
         if first is None:
             raise StaleReview(r.card_id)
         return Recorded(True, first.quality, first.correct, first.due_day_after,

@@ -50,7 +50,7 @@ async def test_the_modal_takes_code_and_the_verdict_explains_the_mistake(world, 
     assert "> **No scaling.** Unscaled losses add up to gradients N times too large." in text
     assert "• gradients were 4x too large" in text
     serve_id = custom_ids(card)[0].split(":")[2]
-    log = store.review(serve_id)
+    log = store.reviews.get(serve_id)
     assert (log.correct, log.mistake_ids) == (False, ["no_scaling"])
 
 
@@ -74,6 +74,6 @@ async def test_a_fenced_code_block_in_a_dm_answers_the_open_code_card(simcord_en
     await dee.send_dm(f"here is my loop:\n```python\n{SCALED}```")
     reply = dee.dm_channel.last_message
     assert reply.embeds[0].title == "Correct!"
-    learner = store.learner(f"discord:{dee.id}", now=store_now())
-    (log,) = store.reviews_on(learner.id, store_now().date())
+    learner = store.learners.get_or_create(f"discord:{dee.id}", now=store_now())
+    (log,) = store.reviews.on_day(learner.id, store_now().date())
     assert log.card_id == "mini/loop" and log.correct

@@ -54,7 +54,7 @@ async def test_a_code_answer_is_run_in_the_sandbox_and_explained(world, store):
     assert "**Loss not scaled.**" in verdict.description
     assert "gradients 4x too large" in verdict.description
     serve_id = custom_ids(card)[0].split(":")[2]
-    assert store.review(serve_id).mistake_ids == ["no_loss_scaling"]
+    assert store.reviews.get(serve_id).mistake_ids == ["no_loss_scaling"]
 
 
 async def test_a_hostile_exception_reaches_the_embed_only_as_code(world):

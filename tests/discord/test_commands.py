@@ -37,11 +37,11 @@ async def test_admins_turn_public_play_on_and_off(world, simcord_env, store):
     admin = guild.add_member(simcord_env.create_user("root"), roles=[admins])
     result = await admin.slash(channel, "server-settings public-play", enabled=True)
     assert result.ephemeral and "Public play is now **allowed**." in result.response.content
-    assert store.guild_settings(guild.id).public_play
+    assert store.servers.settings(guild.id).public_play
     card = await ann.slash(channel, "learn", public=True)
     assert not card.ephemeral
     await admin.slash(channel, "server-settings public-play", enabled=False)
-    assert not store.guild_settings(guild.id).public_play
+    assert not store.servers.settings(guild.id).public_play
 
 
 async def test_stats_shows_progress(world, bot_tutor):
@@ -100,12 +100,12 @@ async def test_forget_me_asks_first_and_then_deletes_everything(world, store):
     assert ask.ephemeral and "Sure?" in ask.response.content
     cancel = await ann.click(ask.response, label="Cancel")
     assert "Nothing was deleted." in cancel.response.embeds[0].description
-    assert store.reviews_on(learner_id, store_now().date())
+    assert store.reviews.on_day(learner_id, store_now().date())
     ask = await ann.slash(channel, "forget-me")
     done = await ann.click(ask.response, label="Yes, delete everything")
     assert "deleted" in done.response.embeds[0].description
-    assert store.get_learner(learner_id) is None
-    assert store.reviews_on(learner_id, store_now().date()) == []
+    assert store.learners.get(learner_id) is None
+    assert store.reviews.on_day(learner_id, store_now().date()) == []
 
 
 async def test_a_failing_handler_apologises_logs_and_the_bot_keeps_serving(

@@ -15,8 +15,8 @@ from tests.helpers.records import record
 def seed_board(store, guild, members) -> None:
     """Member i did 13 - i first-try due reviews in this server."""
     for i, member in enumerate(members):
-        person = store.learner(f"discord:{member.id}", display_name=member.name,
-                               now=store_now())
+        person = store.learners.get_or_create(f"discord:{member.id}", display_name=member.name,
+                                              now=store_now())
         for j in range(13 - i):
             store.record(record(person.id, f"{member.id}-{j}", card_id=f"d/c{j}",
                                 kind="review", guild_id=guild.id, changes_schedule=False,
@@ -86,7 +86,7 @@ async def test_a_new_season_empties_the_season_board_and_keeps_history(world, si
     after = await ann.slash(channel, "leaderboard", period="season")
     assert after.response.embeds[0].title.endswith("season 2")
     assert "No reviews in this server yet." in after.response.embeds[0].description
-    assert len(store.reviews_on(learner_of(store, ann).id, store_now().date())) == 13
+    assert len(store.reviews.on_day(learner_of(store, ann).id, store_now().date())) == 13
 
 
 async def test_admins_set_the_boards_timezone_and_week_start(world, simcord_env, store):
@@ -96,7 +96,7 @@ async def test_admins_set_the_boards_timezone_and_week_start(world, simcord_env,
     result = await admin.slash(channel, "server-settings leaderboard", timezone="Asia/Tokyo",
                                week_starts=6)
     assert "every Sunday at midnight, Asia/Tokyo" in result.response.content
-    settings = store.guild_settings(guild.id)
+    settings = store.servers.settings(guild.id)
     assert (settings.timezone, settings.week_start) == ("Asia/Tokyo", 6)
 
 

@@ -260,7 +260,7 @@ async def test_remove_keeps_reviews_and_export_gives_the_file(world, admin, deck
     gone = await admin.slash(channel, "deck remove", deck="tensor-basics")
     assert "reviews and history are kept" in gone.response.content
     assert "tensor-basics" not in [s.deck_id for s in decks.summaries(guild.id) if s.enabled]
-    assert store.reviews_on(learner_of(store, ann).id, store_now().date())
+    assert store.reviews.on_day(learner_of(store, ann).id, store_now().date())
 
 
 async def test_every_deck_option_is_autocompleted(world, admin):

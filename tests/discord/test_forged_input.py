@@ -55,7 +55,7 @@ async def test_a_pick_on_a_blank_the_card_does_not_have_leaves_it_answerable(wor
     still_showing(card, [*card.components[:-1], forged])
     refused = await ann.select(card, ["zero_grad"], custom_id=f"srs:pick:{sid}:nosuchblank")
     assert refused.ephemeral and "not one of this card's blanks" in refused.response.content
-    assert store.load_served(sid).draft == {}
+    assert store.served.load(sid).draft == {}
 
 
 async def test_write_code_on_a_card_that_is_not_a_code_card_says_so(world, store):
@@ -65,7 +65,7 @@ async def test_write_code_on_a_card_that_is_not_a_code_card_says_so(world, store
     still_showing(card, [*card.components, _button(f"srs:code:{sid}:0", "Write code")])
     refused = await ann.click(card, label="Write code")
     assert refused.ephemeral and "not answered with code" in refused.response.content
-    assert store.load_served(sid).attempts == 0
+    assert store.served.load(sid).attempts == 0
     assert (await choose(ann, card, RIGHT)).response.embeds[1].title == "Correct!"
 
 
@@ -89,5 +89,5 @@ async def test_a_card_whose_answer_was_counted_without_feedback_can_go_on(world,
     assert "as it stands" in stale.response.content
     again = await choose(ann, stale.response, RIGHT)
     assert again.response.embeds[1].title == "Correct, on attempt 2."
-    assert len(store.reviews_on(learner_of(store, ann).id, store_now().date())) == 1
+    assert len(store.reviews.on_day(learner_of(store, ann).id, store_now().date())) == 1
     assert [cid.split(":")[1] for cid in custom_ids(again.response)] == ["next"]

@@ -110,7 +110,8 @@ async def test_hostile_learner_and_server_names_show_as_written(simcord_env, sto
     guild = simcord_env.create_guild(name=f"Guild {EVIL}")
     channel = guild.create_text_channel("study")
     eve = guild.add_member(simcord_env.create_user("eve", global_name=f"Eve {EVIL}"))
-    learner = store.learner(f"discord:{eve.id}", display_name=f"Eve {EVIL}", now=store_now())
+    learner = store.learners.get_or_create(f"discord:{eve.id}", display_name=f"Eve {EVIL}",
+                                           now=store_now())
     store.record(record(learner.id, "r1", card_id="evil/move", kind="review",
                         guild_id=guild.id, changes_schedule=False, reviewed_at=store_now()))
     board = (await eve.slash(channel, "leaderboard")).response.embeds[0]

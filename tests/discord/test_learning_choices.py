@@ -30,8 +30,8 @@ async def test_admins_choose_fsrs_and_a_learner_overrides_it(world, simcord_env,
     card = (await ann.slash(channel, "learn")).response
     done = await pick_and_submit(ann, card, {"method": "zero_grad"})
     learner = learner_of(store, ann)
-    (log,) = store.reviews_on(learner.id, bot_tutor.today(learner))
-    state = store.state(learner.id, log.card_id)
+    (log,) = store.reviews.on_day(learner.id, bot_tutor.today(learner))
+    state = store.reviews.state(learner.id, log.card_id)
     assert (log.scheduler, log.due_day_after) == ("fsrs", state.fsrs_due_day)
     days = (state.fsrs_due_day - bot_tutor.today(learner)).days
     assert f"Next review of this card: **in {days} days (" in (
@@ -49,7 +49,7 @@ async def test_admins_choose_fsrs_and_a_learner_overrides_it(world, simcord_env,
     assert "Scheduler: **FSRS** (this server's choice)" in back.response.content
     assert learner_of(store, ann).scheduler is None
     # Nothing of the history moved with the switches.
-    assert store.state(learner.id, log.card_id) == state
+    assert store.reviews.state(learner.id, log.card_id) == state
     default = await admin.slash(channel, "server-settings learning", scheduler="default")
     assert "scheduled by **SM-2**" in default.response.content
 
@@ -63,7 +63,7 @@ async def test_an_unknown_scheduler_is_refused(world, simcord_env, store):
     admin = admin_of(world[0], simcord_env)
     bad = await forged_slash(admin, channel, "server-settings learning", scheduler="anki")
     assert bad.response.content == "The scheduler is one of: sm2, fsrs."
-    assert store.guild_settings(world[0].id).scheduler is None
+    assert store.servers.settings(world[0].id).scheduler is None
 
 
 async def test_a_wrong_answer_brings_a_remedy_and_stats_show_the_misconception(
@@ -102,5 +102,5 @@ async def test_a_wrong_answer_brings_a_remedy_and_stats_show_the_misconception(
     fields = {f.name: f.value for f in stats.response.embeds[0].fields}
     assert fields["Misconceptions"].startswith("✅ step() where backward() belongs: "
                                                "corrected <t:")
-    assert store.state(learner.id, SCALE).remedy_day is None
+    assert store.reviews.state(learner.id, SCALE).remedy_day is None
     assert learner_of(store, ann).scheduler is None  # the server chose; she did not

@@ -40,7 +40,7 @@ async def test_learn_serves_a_private_fill_in_card(world, store):
     assert {"Submit", "Hint"} <= {c.get("label") for row in result.response.components
                                   for c in row["components"]}
     learner = learner_of(store, ann)
-    assert store.load_served(served_id(result.response)).learner_id == learner.id
+    assert store.served.load(served_id(result.response)).learner_id == learner.id
     with store.engine.connect() as conn:
         assert conn.exec_driver_sql("SELECT guild_id, learner_id FROM guild_member").all() == [
             (guild.id, learner.id)]
@@ -59,13 +59,13 @@ async def test_a_wrong_chip_explains_its_mistake_then_the_right_one_schedules(wo
         "optimizer.step()", "")  # the answer is not revealed while attempts remain
     assert wrong.response.embeds[0].footer.text.startswith("2 attempts left")
     learner = learner_of(store, ann)
-    assert store.reviews_on(learner.id, store_now().date()) == []
+    assert store.reviews.on_day(learner.id, store_now().date()) == []
     right = await pick_and_submit(ann, wrong.response, {"method": "zero_grad"})
     done = right.response.embeds[1]
     assert done.title == "Correct, on attempt 2."
     assert "Next review of this card: **tomorrow**." in done.description
     assert custom_ids(right.response) == ["srs:next:learn"]
-    (log,) = store.reviews_on(learner.id, store_now().date())
+    (log,) = store.reviews.on_day(learner.id, store_now().date())
     assert (log.card_id, log.quality, log.attempts) == (ZERO_GRAD, 1, 2)
     assert log.chosen == [{"method": "step"}, {"method": "zero_grad"}]
     assert log.mistake_ids == ["step_instead_of_zero_grad"]
@@ -110,7 +110,7 @@ async def test_hint_shows_once_and_caps_the_grade(world, store):
     assert "Hint" not in [c.get("label") for row in hinted.response.components
                           for c in row["components"]]
     await pick_and_submit(ann, hinted.response, {"method": "zero_grad"})
-    (log,) = store.reviews_on(learner_of(store, ann).id, store_now().date())
+    (log,) = store.reviews.on_day(learner_of(store, ann).id, store_now().date())
     assert log.hint_used and log.quality == 2
 
 
@@ -130,7 +130,7 @@ async def test_a_double_click_records_one_answer(world, store):
     still_showing(card, shown)
     again = await choose(ann, card, RIGHT)
     assert again.ephemeral and "already answered" in again.response.content
-    assert len(store.reviews_on(learner_of(store, ann).id, store_now().date())) == 1
+    assert len(store.reviews.on_day(learner_of(store, ann).id, store_now().date())) == 1
 
 
 async def test_a_click_on_an_outdated_attempt_is_not_counted_twice(world, store):
@@ -145,7 +145,7 @@ async def test_a_click_on_an_outdated_attempt_is_not_counted_twice(world, store)
     # ...with the card as it stands, so a learner whose message kept old buttons goes on.
     assert all(cid.split(":")[3] == "1" for cid in custom_ids(stale.response)
                if cid.startswith("srs:opt:"))
-    row = store.load_served(served_id(card))
+    row = store.served.load(served_id(card))
     assert row.attempts == 1
 
 
@@ -157,21 +157,21 @@ async def test_cards_still_answer_after_a_restart(world, simcord_env, store, bot
     await simcord_env.restart_bot(TutorBot(bot_tutor))
     result = await choose(ann, card, RIGHT)
     assert result.response.embeds[1].title == "Correct!"
-    assert len(store.reviews_on(learner_of(store, ann).id, store_now().date())) == 1
+    assert len(store.reviews.on_day(learner_of(store, ann).id, store_now().date())) == 1
 
 
 async def test_a_card_changed_since_serving_is_stale(world, store):
     _, channel, ann, _ = world
     card = (await ann.slash(channel, "practice", topic="concept")).response
     sid = served_id(card)
-    served = store.load_served(sid).served
+    served = store.served.load(sid).served
     with store.engine.begin() as conn:  # as if served before the card's content changed
         conn.execute(served_t.update().where(served_t.c.serve_id == sid)
                      .values(served={**served, "card_rev": served["card_rev"] - 1}))
     result = await choose(ann, card, RIGHT)
     assert "changed since it was served" in result.response.embeds[0].description
     assert custom_ids(result.response) == ["srs:next:auto"]
-    assert store.reviews_on(learner_of(store, ann).id, store_now().date()) == []
+    assert store.reviews.on_day(learner_of(store, ann).id, store_now().date()) == []
 
 
 async def test_a_card_that_no_longer_exists_says_so(world, store):
@@ -187,12 +187,12 @@ async def test_public_play_needs_the_server_and_only_the_learner_may_answer(worl
     guild, channel, ann, bob = world
     refused = await ann.slash(channel, "review", public=True)
     assert refused.ephemeral and "keeps cards private" in refused.response.content
-    store.update_guild_settings(guild.id, public_play=True)
+    store.servers.update_settings(guild.id, public_play=True)
     card = (await ann.slash(channel, "practice", topic="concept", public=True)).response
     assert not card.ephemeral
     intruder = await bob.click(card, label=letter_for(card, RIGHT))
     assert intruder.ephemeral and "served to someone else" in intruder.response.content
-    assert store.load_served(served_id(card)).attempts == 0
+    assert store.served.load(served_id(card)).attempts == 0
     mine = await choose(ann, card, RIGHT)
     assert mine.response.embeds[1].title == "Correct!"
 
@@ -218,7 +218,7 @@ async def test_commands_work_in_a_dm_with_the_bot(simcord_env, store):
     assert done.acknowledged
     final = await user.click(result.response, label="Submit")
     assert final.response.embeds[1].title == "Correct!"
-    assert store.load_served(sid).finished and store.review(sid).guild_id is None
+    assert store.served.load(sid).finished and store.reviews.get(sid).guild_id is None
 
 
 async def test_a_hint_keeps_the_chips_picked_before_it(world, store):

@@ -19,7 +19,7 @@ async def due_reminder(ann, channel, store, clock):
     await ann.slash(channel, "settings", reminders=True, timezone="UTC", reminder_hour=18)
     clock.advance(days=1)
     person = learner_of(store, ann)
-    store.update_learner(person.id, next_reminder_at=clock.now)
+    store.learners.update(person.id, next_reminder_at=clock.now)
     return person
 
 
@@ -55,10 +55,10 @@ async def test_reminder_buttons_review_snooze_and_pause(world, simcord_env, stor
     assert not review.ephemeral
     snooze = await ann.user.click(dm, label="Snooze 1 h")
     assert "Snoozed" in snooze.response.content
-    assert store.get_learner(person.id).next_reminder_at == clock.now + timedelta(hours=1)
+    assert store.learners.get(person.id).next_reminder_at == clock.now + timedelta(hours=1)
     pause = await ann.user.click(dm, label="Pause reminders")
     assert "/settings reminders:True" in pause.response.content
-    paused = store.get_learner(person.id)
+    paused = store.learners.get(person.id)
     assert not paused.reminders_enabled and paused.next_reminder_at is None
 
 
@@ -70,7 +70,7 @@ async def test_closed_dms_go_to_the_servers_reminder_channel(world, simcord_env,
     set_channel = await admin.slash(channel, "server-settings reminder-channel",
                                     channel=reminders)
     assert f"<#{reminders.id}>" in set_channel.response.content
-    assert store.guild_settings(guild.id).reminder_channel_id == reminders.id
+    assert store.servers.settings(guild.id).reminder_channel_id == reminders.id
     await due_reminder(ann, channel, store, clock)
     simcord_env.inject_error("POST", f"/channels/{ann.user.dm_channel.id}/messages",
                              status=403, code=50007, message="Cannot send messages")

@@ -43,7 +43,7 @@ def chip_labels(message, blank: str) -> list[str]:
 
 
 def learner_of(store, user):
-    return store.learner(f"discord:{user.id}", now=store_now())
+    return store.learners.get_or_create(f"discord:{user.id}", now=store_now())
 
 
 def still_showing(message, rendering: list) -> None:

@@ -1,0 +1,91 @@
+"""Card states and the review log: reads (`Store.record` writes both, one transaction per
+answer)."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+
+import sqlalchemy as sa
+
+from scheduler.storage.db import Queries
+from scheduler.storage.models import CardState, ReviewLog
+
+state_t = CardState.__table__
+log_t = ReviewLog.__table__
+
+
+class Reviews(Queries):
+    """`store.reviews`."""
+
+    # Card states come back as plain rows (attribute access): validating them into
+    # SQLModel objects cost ~100 µs a row, most of serving a card.
+
+    def state(self, learner_id: int, card_id: str) -> sa.Row | None:
+        with self.engine.connect() as conn:
+            return conn.execute(
+                sa.select(state_t).where(
+                    state_t.c.learner_id == learner_id, state_t.c.card_id == card_id
+                )
+            ).first()
+
+    def states(self, learner_id: int) -> list[sa.Row]:
+        with self.engine.connect() as conn:
+            return conn.execute(
+                sa.select(state_t).where(state_t.c.learner_id == learner_id)).all()
+
+    def new_cards_on(self, learner_id: int, day: date) -> int:
+        """How many cards this learner first met on `day`."""
+        query = sa.select(sa.func.count()).where(
+            log_t.c.learner_id == learner_id, log_t.c.study_day == day, log_t.c.kind == "new"
+        )
+        with self.engine.connect() as conn:
+            return conn.execute(query).scalar_one()
+
+    def on_day(self, learner_id: int, day: date) -> list[ReviewLog]:
+        query = (
+            sa.select(log_t)
+            .where(log_t.c.learner_id == learner_id, log_t.c.study_day == day)
+            .order_by(log_t.c.id)
+        )
+        with self.engine.connect() as conn:
+            return [ReviewLog.model_validate(r._mapping) for r in conn.execute(query)]
+
+    def totals(self, learner_id: int) -> tuple[int, int]:
+        """(graded reviews, of which right on the first try), drills and cram excluded."""
+        first_try = sa.and_(log_t.c.correct, log_t.c.attempts == 1)
+        query = sa.select(
+            sa.func.count(), sa.func.coalesce(sa.func.sum(sa.case((first_try, 1), else_=0)), 0)
+        ).where(log_t.c.learner_id == learner_id, log_t.c.kind.in_(("new", "review")))
+        with self.engine.connect() as conn:
+            total, right = conn.execute(query).one()
+        return int(total), int(right)
+
+    def per_day(self, learner_id: int, since: datetime) -> dict[date, int]:
+        """Graded reviews per study day (drills and cram excluded)."""
+        query = (
+            sa.select(log_t.c.study_day, sa.func.count())
+            .where(log_t.c.learner_id == learner_id, log_t.c.reviewed_at >= since,
+                   log_t.c.kind.in_(("new", "review")))
+            .group_by(log_t.c.study_day)
+        )
+        with self.engine.connect() as conn:
+            return dict(conn.execute(query).all())
+
+    def retention_by_week(self, learner_id: int, since: datetime) -> list[tuple[date, float, int]]:
+        """(week start, share right on the first try, reviews) for due reviews, by week."""
+        counts: dict[date, list[int]] = {}
+        query = sa.select(log_t.c.study_day, log_t.c.correct, log_t.c.attempts,
+                          log_t.c.hint_used).where(
+            log_t.c.learner_id == learner_id, log_t.c.reviewed_at >= since,
+            log_t.c.kind == "review")
+        with self.engine.connect() as conn:
+            for day, correct, attempts, hint in conn.execute(query):
+                week = counts.setdefault(day - timedelta(days=day.weekday()), [0, 0])
+                week[0] += bool(correct and attempts == 1 and not hint)
+                week[1] += 1
+        return [(week, right / total, total) for week, (right, total) in sorted(counts.items())]
+
+    def get(self, answer_id: str) -> ReviewLog | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(log_t).where(log_t.c.answer_id == answer_id)).first()
+        return None if row is None else ReviewLog.model_validate(row._mapping)

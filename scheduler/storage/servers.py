@@ -1,0 +1,68 @@
+"""Servers: their settings, and which learners were seen in them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import sqlalchemy as sa
+
+from scheduler.storage.db import Queries, upsert_insert
+from scheduler.storage.models import GuildMember, GuildSettings
+
+member_t = GuildMember.__table__
+guild_t = GuildSettings.__table__
+
+
+class Servers(Queries):
+    """`store.servers`."""
+
+    def __init__(self, engine: sa.Engine):
+        super().__init__(engine)
+        member = upsert_insert(member_t, engine.dialect.name)
+        self._upsert_member = member.on_conflict_do_update(
+            index_elements=["guild_id", "learner_id"],
+            set_={"last_seen_at": member.excluded.last_seen_at},
+        )
+
+    def note_visit(self, guild_id: int, learner_id: int, now: datetime) -> None:
+        """The learner was active in this server now (a membership, first and last seen)."""
+        with self.engine.begin() as conn:
+            conn.execute(
+                self._upsert_member,
+                {"guild_id": guild_id, "learner_id": learner_id,
+                 "first_seen_at": now, "last_seen_at": now},
+            )
+
+    def settings(self, guild_id: int) -> GuildSettings:
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(guild_t).where(guild_t.c.guild_id == guild_id)).first()
+        return GuildSettings(guild_id=guild_id) if row is None else GuildSettings(**row._mapping)
+
+    def update_settings(self, guild_id: int, **values) -> GuildSettings:
+        current = self.settings(guild_id).model_dump()
+        unknown = set(values) - set(current) | ({"guild_id"} & set(values))
+        if unknown:
+            raise ValueError(f"cannot update guild settings: {sorted(unknown)}")
+        row = {**current, **values}
+        with self.engine.begin() as conn:
+            statement = upsert_insert(guild_t, conn.dialect.name)
+            conn.execute(statement.on_conflict_do_update(
+                index_elements=["guild_id"],
+                set_={k: statement.excluded[k] for k in values} or {"guild_id": guild_id},
+            ), row)
+        return GuildSettings(**row)
+
+    def choice(self, learner_id: int, guild_id: int | None) -> tuple[str | None, bool | None]:
+        """(scheduler, remediation) chosen by the server: ``guild_id``'s, or outside a
+        server (DMs, reminders) the one the learner used most recently."""
+        query = sa.select(guild_t.c.scheduler, guild_t.c.remediation)
+        if guild_id is not None:
+            query = query.where(guild_t.c.guild_id == guild_id)
+        else:  # a server that never changed a setting has no row: its defaults
+            query = (query.select_from(member_t.outerjoin(
+                guild_t, member_t.c.guild_id == guild_t.c.guild_id))
+                .where(member_t.c.learner_id == learner_id)
+                .order_by(member_t.c.last_seen_at.desc(), member_t.c.guild_id).limit(1))
+        with self.engine.connect() as conn:
+            row = conn.execute(query).first()
+        return (None, None) if row is None else (row.scheduler, row.remediation)
