@@ -300,8 +300,8 @@ class Tutor:
 
     def answer(self, served: Served, response: Response, *, stored: bool = False) -> Verdict:
         """Judge one attempt. `stored`: the served card is kept in the store (see
-        `bot.engine.play`), and its next attempt state is written with the review, in the same
-        transaction; AlreadyCounted if another click moved it first."""
+        `bot.engine.served_cards`), and its next attempt state is written with the review,
+        in the same transaction; AlreadyCounted if another click moved it first."""
         card = self.card(served)
         if served.attempts >= MAX_ATTEMPTS:
             raise StaleCard("This card was already answered.")
