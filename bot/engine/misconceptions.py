@@ -3,6 +3,7 @@ terminal). The rules for remedies are scheduler/remediation.py's."""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -10,7 +11,7 @@ from content.loader import AnyCard, DeckLibrary
 from content.schema import ChoiceCard, CodeCard
 from scheduler.storage.store import Store
 
-__all__ = ["LearnerMistake", "deck_tests", "learner_mistakes", "tested_mistakes"]
+__all__ = ["LearnerMistake", "deck_tests", "held_tests", "learner_mistakes", "tested_mistakes"]
 
 
 def tested_mistakes(card: AnyCard) -> frozenset[str]:
@@ -26,6 +27,17 @@ def tested_mistakes(card: AnyCard) -> frozenset[str]:
 def deck_tests(library: DeckLibrary, deck_id: str) -> dict[str, frozenset[str]]:
     """Card id -> the mistake ids it tests, in deck order."""
     return {card.id: tested_mistakes(card) for card in library.cards(deck_id)}
+
+
+def held_tests(library: DeckLibrary, cards: Iterable[AnyCard],
+               held: Collection[tuple[str, str]]) -> dict[str, frozenset[str]]:
+    """Card id -> the learner's open misconceptions (`held`: (deck id, mistake id)) it
+    tests; mistake ids are a deck's own, so a card tests only those held in its deck."""
+    if not held:
+        return {}
+    return {card.id: frozenset(m for m in tested_mistakes(card)
+                               if (library.deck_of(card.id).id, m) in held)
+            for card in cards}
 
 
 @dataclass(frozen=True, slots=True)
