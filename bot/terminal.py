@@ -101,7 +101,7 @@ class Console:
         else:
             self.say("All caught up.")
         held = [m for m in learner_mistakes(self.tutor.store, self.tutor.library,
-                                            self.learner.id) if m.open]
+                                            self.learner.id) if m.is_open]
         if held:
             self.say("Mistakes to work on: " + "; ".join(
                 f"{m.title} (made {m.times_shown}x)" for m in held) + ".")

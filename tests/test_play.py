@@ -1,20 +1,20 @@
-"""Cards in play (`bot.engine.play`): a stored served card from serve to review, and learners'
-settings (`bot.engine.learners`), driven as the Discord layer drives them."""
+"""Served cards kept in the store (`bot.engine.served_cards`): from serve to review, and
+learners' settings (`bot.engine.learners`), driven as the Discord layer drives them."""
 
 from __future__ import annotations
 
 import pytest
 
 from bot.engine.learners import BadSetting, Learners
-from bot.engine.play import Finished, Gone, NotYours, Play
+from bot.engine.served_cards import Finished, Gone, NotYours, ServedCards
 from bot.engine.tutor import AlreadyCounted, InvalidAnswer
 
 RIGHT = {"method": "zero_grad"}
 
 
 @pytest.fixture
-def play(tutor) -> Play:
-    return Play(tutor)
+def play(tutor) -> ServedCards:
+    return ServedCards(tutor)
 
 
 def served_clear(play, tutor):

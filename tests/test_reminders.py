@@ -9,16 +9,9 @@ from zoneinfo import ZoneInfo
 import pytest
 import sqlalchemy as sa
 
-from scheduler.reminders import (
-    LEASE,
-    DMClosed,
-    RateLimiter,
-    Reminder,
-    ReminderSweep,
-    every_days,
-    next_reminder,
-    reminder_hour,
-)
+from bot.discord_ui.reminders import reminder_text
+from bot.engine.reminders import LEASE, DMClosed, RateLimiter, Reminder, ReminderSweep
+from scheduler.reminders import every_days, next_reminder, reminder_hour
 from scheduler.storage.models import CardState, Learner
 from tests.helpers.records import record
 
@@ -150,7 +143,7 @@ async def test_a_due_reminder_is_sent_once_then_again_the_next_day(store, clock)
     clock.now = person.next_reminder_at + timedelta(seconds=30)
     report = await sweep(store, discord, clock).run()
     assert report.sent == 1 and discord.dms[0].due == 3
-    assert "3 cards are due" in discord.dms[0].text()
+    assert "3 cards are due" in reminder_text(discord.dms[0])
     assert (await sweep(store, discord, clock).run()).sent == 0  # a minute later: nothing
     clock.now += timedelta(days=1)
     assert (await sweep(store, discord, clock).run()).sent == 1
@@ -270,7 +263,7 @@ async def test_backing_off_says_how_to_get_daily_reminders_back(store, clock):
     for _ in range(3):
         clock.now = store.learners.get(person.id).next_reminder_at
         await sweep(store, discord, clock).run()
-    assert "less often" in discord.dms[-1].text()
+    assert "less often" in reminder_text(discord.dms[-1])
     assert store.learners.get(person.id).next_reminder_at - clock.now == timedelta(days=2)
     store.record(record(person.id, "reviewed", card_id="d/x"))
     assert store.learners.get(person.id).reminders_ignored == 0
@@ -281,7 +274,7 @@ import asyncio, json, os, signal, sys
 from datetime import datetime
 from pathlib import Path
 from scheduler.storage.db import make_engine
-from scheduler.reminders import ReminderSweep
+from bot.engine.reminders import ReminderSweep
 from scheduler.storage.store import Store
 
 url, now, outbox, crash = sys.argv[1], datetime.fromisoformat(sys.argv[2]), Path(sys.argv[3]), \\
@@ -357,7 +350,7 @@ import asyncio, json, sys
 from datetime import datetime
 from pathlib import Path
 from scheduler.storage.db import make_engine
-from scheduler.reminders import RateLimiter, ReminderSweep
+from bot.engine.reminders import RateLimiter, ReminderSweep
 from scheduler.storage.store import Store
 
 url, now, outbox = sys.argv[1], datetime.fromisoformat(sys.argv[2]), Path(sys.argv[3])

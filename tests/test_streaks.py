@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from scheduler.reminders import current_streak
+from bot.engine.reminders import current_streak
 from tests.helpers.records import RIGHT
 
 

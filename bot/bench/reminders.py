@@ -10,7 +10,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from scheduler.reminders import LEASE, RateLimiter, ReminderSweep
+from bot.engine.reminders import LEASE, RateLimiter, ReminderSweep
 from scheduler.storage.db import make_engine, sqlite_url, upgrade
 from scheduler.storage.store import Store
 

@@ -57,7 +57,7 @@ class TutorClient:
         self.flow = CardFlow(tutor)
         self.community = Community(self.flow)
         self.dev_guild_id = dev_guild_id
-        self.reminders = ReminderService(self, self.flow.learners) if reminders else None
+        self.reminders = ReminderService(self, self.flow.tutor) if reminders else None
         self.metrics_address = metrics
         self.health = HealthServer(
             {"gateway": lambda: self.is_ready() and not self.is_closed(),

@@ -13,10 +13,10 @@ from bot.discord_ui.components import handled
 from bot.discord_ui.flow import CardFlow
 from bot.discord_ui.replies import reply
 from bot.engine.boards import Boards
+from bot.engine.reminders import current_streak
 from bot.engine.tutor import TutorError
 from content.safe_text import literal, markdown
 from scheduler import leaderboard as lb
-from scheduler.reminders import current_streak
 
 PER_PAGE = 10
 INSIGHT_DAYS = 30

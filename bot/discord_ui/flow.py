@@ -1,5 +1,5 @@
 """Playing cards in Discord: serve, answer, hint, code, next. A thin layer on the engine
-(`bot.engine.play` keeps served cards and their attempts; `bot.engine.learners` a
+(`bot.engine.served_cards` keeps served cards and their attempts; `bot.engine.learners` a
 learner's settings):
 this module only turns clicks into calls and results into messages, and holds no state.
 """
@@ -19,7 +19,7 @@ from bot.discord_ui.components import CodeModal
 from bot.discord_ui.replies import reply
 from bot.engine.feedback import when
 from bot.engine.learners import Learners
-from bot.engine.play import Finished, Play
+from bot.engine.served_cards import Finished, ServedCards
 from bot.engine.tutor import AlreadyCounted, StaleCard, Tutor, TutorError, Verdict
 from scheduler.storage.models import Learner
 
@@ -36,7 +36,7 @@ NOTHING = {
 class CardFlow:
     def __init__(self, tutor: Tutor):
         self.tutor = tutor
-        self.play = Play(tutor)
+        self.play = ServedCards(tutor)
         self.learners = Learners(tutor)
         self._workers = ThreadPoolExecutor(8, thread_name_prefix="engine") \
             if tutor.database_waits else None

@@ -11,10 +11,10 @@ from bot.discord_ui.components import handled
 from bot.discord_ui.flow import CardFlow
 from bot.discord_ui.options import learner_command, scheduler_choices, timezone_names
 from bot.discord_ui.replies import dm, reply
+from bot.engine import reminders as schedule
 from bot.engine.learners import RANGES
 from bot.engine.misconceptions import learner_mistakes
 from bot.engine.tutor import TutorError
-from scheduler import reminders as schedule
 
 
 class ForgetButton(discord.ui.DynamicItem[discord.ui.Button],

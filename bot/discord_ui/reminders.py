@@ -1,5 +1,6 @@
-"""Reminders in Discord: the DM (or server channel) they arrive in, their buttons, and
-the APScheduler job that sweeps every minute inside the bot's event loop."""
+"""Reminders in Discord: their wording, the DM (or server channel) they arrive in, their
+buttons, and the APScheduler job that runs the engine's sweep (bot/engine/reminders.py)
+every minute inside the bot's event loop."""
 
 from __future__ import annotations
 
@@ -10,12 +11,26 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.discord_ui.components import handled
 from bot.discord_ui.replies import CLOSED_DMS, retrying
-from bot.engine.learners import Learners
+from bot.engine.reminders import DMClosed, Reminder, ReminderSweep
+from bot.engine.tutor import Tutor
 from bot.observability import record_reminders
-from scheduler.reminders import DMClosed, Reminder
 
 log = logging.getLogger(__name__)
 SWEEP_EVERY_S = 60
+
+
+def reminder_text(reminder: Reminder) -> str:
+    """The message a learner reads, with the commands that change their reminders."""
+    cards = "card is" if reminder.due == 1 else "cards are"
+    lines = [f"📚 {reminder.due} {cards} due for review."]
+    if reminder.streak:
+        lines.append(f"🔥 You're on a {reminder.streak}-day streak: keep it going!")
+    if reminder.backing_off:
+        lines.append("You've skipped a few reminders, so I'll send them less often. "
+                     "Review once, or use /settings reminders:True, to get them daily "
+                     "again.")
+    lines.append("Use the buttons below, or /settings to change the time.")
+    return "\n".join(lines)
 
 
 class ReminderButton(discord.ui.DynamicItem[discord.ui.Button],
@@ -46,7 +61,8 @@ def reminder_view() -> discord.ui.View:
 
 
 class DiscordReminderSender:
-    """Sends a Reminder as a DM (nonce-guarded), or to a server's reminder channel."""
+    """The engine's reminder Sender in Discord: a Reminder as a DM (nonce-guarded), or in
+    a server's reminder channel."""
 
     def __init__(self, client: discord.Client):
         self.client = client
@@ -59,7 +75,7 @@ class DiscordReminderSender:
         user = await self._user(reminder)
         try:
             # The nonce makes a resend after a crash (send done, advance not) a no-op.
-            await retrying(lambda: user.send(reminder.text(), view=reminder_view(),
+            await retrying(lambda: user.send(reminder_text(reminder), view=reminder_view(),
                                              nonce=reminder.nonce))
         except discord.Forbidden as exc:
             if exc.code == CLOSED_DMS:
@@ -71,8 +87,8 @@ class DiscordReminderSender:
         channel = self.client.get_channel(channel_id) or await self.client.fetch_channel(
             channel_id)
         await retrying(lambda: channel.send(
-            f"{user.mention} {reminder.text()}\n(I couldn't DM you: open your DMs to get "
-            "reminders privately.)", nonce=reminder.nonce,
+            f"{user.mention} {reminder_text(reminder)}\n(I couldn't DM you: open your DMs to "
+            "get reminders privately.)", nonce=reminder.nonce,
             allowed_mentions=discord.AllowedMentions(users=[user], everyone=False,
                                                      roles=False)))
 
@@ -80,8 +96,8 @@ class DiscordReminderSender:
 class ReminderService:
     """The one sweep job, every minute, in the bot's loop (max one at a time)."""
 
-    def __init__(self, client: discord.Client, learners: Learners):
-        self.client, self.learners = client, learners
+    def __init__(self, client: discord.Client, tutor: Tutor):
+        self.client, self.tutor = client, tutor
         self.scheduler = AsyncIOScheduler()
 
     def start(self) -> None:
@@ -96,7 +112,8 @@ class ReminderService:
 
     async def sweep(self) -> None:
         try:
-            report = await self.learners.send_due_reminders(DiscordReminderSender(self.client))
+            report = await ReminderSweep.for_tutor(
+                self.tutor, DiscordReminderSender(self.client)).run()
         except Exception:  # noqa: BLE001 - the next minute tries again
             log.exception("reminder sweep failed")
             return

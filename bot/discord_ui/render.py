@@ -21,7 +21,7 @@ from bot.engine.feedback import (
     shown,
     when,
 )
-from bot.engine.misconceptions import OpenMistake
+from bot.engine.misconceptions import LearnerMistake
 from bot.engine.served import Served
 from bot.engine.tutor import MAX_ATTEMPTS, Progress, Verdict
 from content.loader import AnyCard
@@ -144,7 +144,7 @@ def field_text(lines: list[str], limit: int = 1024) -> str:
     return out or "–"
 
 
-def misconception_lines(mistakes: list[OpenMistake], limit: int = 8) -> list[str]:
+def misconception_lines(mistakes: list[LearnerMistake], limit: int = 8) -> list[str]:
     """Open misconceptions (and when each was last corrected, if it came back), then the
     most recently corrected; Discord shows the times in the reader's own timezone."""
     lines = []
@@ -152,7 +152,7 @@ def misconception_lines(mistakes: list[OpenMistake], limit: int = 8) -> list[str
         shown = f"chosen {m.times_shown}×, last {discord.utils.format_dt(m.last_shown_at, 'R')}"
         corrected = (f"corrected {discord.utils.format_dt(m.last_corrected_at, 'R')}"
                      if m.last_corrected_at else None)
-        if m.open:
+        if m.is_open:
             lines.append(f"🔴 **{markdown(m.title)}**: {shown}"
                          + (f"; {corrected}, then back" if corrected else ""))
         else:

@@ -6,9 +6,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from bot.engine.tutor import Tutor, TutorError
-from scheduler import reminders as schedule
 from scheduler.choice import SchedulerName
-from scheduler.reminders import ReminderSweep, Sender, SweepReport
+from scheduler.reminders import reschedule
 from scheduler.storage.models import Learner
 from scheduler.studyday import resolve_zone
 
@@ -68,7 +67,7 @@ class Learners:
         if changes.get("reminders_enabled"):  # a fresh start: DMs are worth trying again
             changes.update(reminders_ignored=0, unreachable=False)
         after = learner.model_copy(update=changes)
-        changes["next_reminder_at"] = schedule.reschedule(after, self.tutor.clock())
+        changes["next_reminder_at"] = reschedule(after, self.tutor.clock())
         self.store.learners.update(learner.id, **changes)
         return self.store.learners.get(learner.id)
 
@@ -76,10 +75,6 @@ class Learners:
         """(reviews, right on the first try, cards seen)."""
         reviewed, first_try = self.store.reviews.totals(learner.id)
         return reviewed, first_try, len(self.store.reviews.states(learner.id))
-
-    async def send_due_reminders(self, sender: Sender) -> SweepReport:
-        """One sweep: claim every learner whose reminder is due and hand each to `sender`."""
-        return await ReminderSweep(self.store, sender, clock=self.tutor.clock).run()
 
     def snooze_reminders(self, learner: Learner) -> datetime:
         until = self.tutor.clock() + SNOOZE

@@ -3,6 +3,7 @@ terminal). The rules for remedies are scheduler/remediation.py's."""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -10,7 +11,7 @@ from content.loader import AnyCard, DeckLibrary
 from content.schema import ChoiceCard, CodeCard
 from scheduler.storage.store import Store
 
-__all__ = ["OpenMistake", "deck_tests", "learner_mistakes", "tested_mistakes"]
+__all__ = ["LearnerMistake", "deck_tests", "held_tests", "learner_mistakes", "tested_mistakes"]
 
 
 def tested_mistakes(card: AnyCard) -> frozenset[str]:
@@ -28,18 +29,31 @@ def deck_tests(library: DeckLibrary, deck_id: str) -> dict[str, frozenset[str]]:
     return {card.id: tested_mistakes(card) for card in library.cards(deck_id)}
 
 
+def held_tests(library: DeckLibrary, cards: Iterable[AnyCard],
+               held: Collection[tuple[str, str]]) -> dict[str, frozenset[str]]:
+    """Card id -> the learner's open misconceptions (`held`: (deck id, mistake id)) it
+    tests; mistake ids are a deck's own, so a card tests only those held in its deck."""
+    if not held:
+        return {}
+    return {card.id: frozenset(m for m in tested_mistakes(card)
+                               if (library.deck_of(card.id).id, m) in held)
+            for card in cards}
+
+
 @dataclass(frozen=True, slots=True)
-class OpenMistake:
+class LearnerMistake:
+    """One mistake a learner has shown, in words: open (still held) or corrected since."""
+
     deck_id: str
     mistake_id: str
     title: str
-    open: bool
+    is_open: bool  # chosen and not yet answered past (scheduler/remediation.py)
     times_shown: int
     last_shown_at: datetime
     last_corrected_at: datetime | None
 
 
-def learner_mistakes(store: Store, library: DeckLibrary, learner_id: int) -> list[OpenMistake]:
+def learner_mistakes(store: Store, library: DeckLibrary, learner_id: int) -> list[LearnerMistake]:
     """The learner's misconceptions, open first; a mistake whose deck is gone keeps its id."""
     out = []
     for row in store.misconceptions.for_learner(learner_id):
@@ -47,6 +61,6 @@ def learner_mistakes(store: Store, library: DeckLibrary, learner_id: int) -> lis
         deck = library.decks.get(row.deck_id)
         if deck is not None:
             title = next((m.title for m in deck.mistakes if m.id == row.mistake_id), title)
-        out.append(OpenMistake(row.deck_id, row.mistake_id, title, row.open, row.times_shown,
-                               row.last_shown_at, row.last_corrected_at))
+        out.append(LearnerMistake(row.deck_id, row.mistake_id, title, row.open,
+                                  row.times_shown, row.last_shown_at, row.last_corrected_at))
     return out

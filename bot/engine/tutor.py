@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from datetime import date, datetime
-from functools import partial
-from typing import Literal
 
 import sqlalchemy as sa
 
@@ -33,7 +31,7 @@ from bot.engine.judging import (
     judge_fill_in,
     mistakes_of,
 )
-from bot.engine.misconceptions import deck_tests, tested_mistakes
+from bot.engine.misconceptions import deck_tests, held_tests, tested_mistakes
 from bot.engine.option_order import shuffled
 from bot.engine.served import Kind, Served, new_serve_id
 from bot.observability import record_answer
@@ -42,14 +40,8 @@ from content.schema import CodeCard, FillInCard
 from scheduler.choice import DUE_KEYS, Choice, SchedulerName, fsrs_state, resolve
 from scheduler.fsrs_review import FSRSState, review_fsrs
 from scheduler.grading import DEFAULT_POLICY, MAX_ATTEMPTS, GradePolicy, needs_drill, quality_for
-from scheduler.remediation import (
-    REMEDIES_PER_DAY,
-    Candidate,
-    corrects,
-    new_card_order,
-    pick_remedies,
-    remedy_day,
-)
+from scheduler.next_card import MetCard, Mode, pick_next
+from scheduler.remediation import REMEDIES_PER_DAY, Candidate, corrects, pick_remedies, remedy_day
 from scheduler.sm2 import NEW, SM2State, review
 from scheduler.storage.models import Learner
 from scheduler.storage.store import Advance, ReviewRecord, ServedMoved, StaleReview, Store
@@ -59,9 +51,6 @@ from scheduler.studyday import due_day, study_day
 __all__ = ["CODE_POLICY", "AlreadyCounted", "CodeReport", "Finding", "InvalidAnswer",
            "MAX_ATTEMPTS", "Mode", "NeedsSandbox", "Progress", "Response", "StaleCard",
            "TryAgain", "Tutor", "TutorError", "Verdict", "correct_answer"]
-
-Mode = Literal["auto", "review", "learn", "practice"]
-
 
 # Writing a loop takes minutes, not seconds: a passing first submission within 5 minutes
 # is a 5, within 15 a 4, slower a 3.
@@ -182,64 +171,34 @@ class Tutor:
         scheduler: str | None = None,
         remediation: bool | None = None,
     ) -> Served | None:
-        """Due reviews (most overdue first, by the scheduler in force), then new cards within
-        the daily limit, then remedies (scheduler/remediation.py), then rule-7 drills of
-        cards that scored below 4 today. `practice` serves any card; `only` limits the
-        choice to one card."""
+        """The next card by scheduler/next_card.py's order (due reviews, new cards within
+        the daily limit, remedies, rule-7 drills), with the scheduler and remediation in
+        force. `practice` serves any card; `only` limits the choice to one card."""
         self.decks.refresh()  # another process may have changed a stored deck
         cards = {card.id: card for card in self.servable(deck_id, topic, decks)
                  if only is None or card.id == only}
         today = self.today(learner)
         choice = self.choice(learner, guild_id, scheduler, remediation)
         held = self.store.misconceptions.open_for(learner.id)  # (deck id, mistake id)
-        serve = partial(self._serve, learner, guild_id=guild_id, choice=choice, held=held)
         states = {s.card_id: s for s in self.store.reviews.states(learner.id) if s.card_id in cards}
-        # Reviewed before the card's content changed: due now, and starting over.
-        relearn = {s.card_id for s in states.values()
-                   if s.card_rev < cards[s.card_id].meaning_rev}
-        due_of, ease_of = DUE_KEYS[choice.scheduler]
-        due = sorted(
-            (s for s in states.values() if due_of(s) <= today or s.card_id in relearn),
-            key=lambda s: (s.card_id not in relearn, due_of(s), ease_of(s), s.card_id),
-        )
-        if mode in ("auto", "review", "practice") and due:
-            card = cards[due[0].card_id]
-            return serve(card, "review", due[0], restart=card.id in relearn)
-        unseen = [card for card in cards.values() if card.id not in states]
-        if mode in ("auto", "learn") and unseen and self._new_left(learner, today) > 0:
-            if choice.remediation:
-                unseen = self._misconceptions_first(unseen, held)
-            return serve(unseen[0], "new", None)
-        if mode in ("auto", "review") and choice.remediation:
-            remedies = sorted((s for s in states.values()
-                               if s.remedy_day is not None and s.remedy_day <= today),
-                              key=lambda s: (s.remedy_day, s.card_id))
-            if remedies:
-                return serve(cards[remedies[0].card_id], "remedy", remedies[0])
-        drills = sorted(
-            (s for s in states.values() if s.drill_pending and s.last_review_day == today),
-            key=lambda s: (s.last_reviewed_at, s.card_id),
-        )
-        if mode in ("auto", "review") and drills:
-            return serve(cards[drills[0].card_id], "drill", drills[0])
-        if mode == "practice" and cards:
-            if unseen:
-                kind: Kind = "new" if self._new_left(learner, today) > 0 else "cram"
-                return serve(unseen[0], kind, None)
-            stalest = min(states.values(), key=lambda s: (s.last_reviewed_at, s.card_id))
-            return serve(cards[stalest.card_id], "cram", stalest)
-        return None
-
-    def _misconceptions_first(self, unseen: list[AnyCard],
-                              held: set[tuple[str, str]]) -> list[AnyCard]:
-        if not held:
-            return unseen
-        tests = {card.id: frozenset(m for m in tested_mistakes(card)
-                                    if (self.library.deck_of(card.id).id, m) in held)
-                 for card in unseen}
-        order = new_card_order([card.id for card in unseen], tests, {m for _, m in held})
-        by_id = {card.id: card for card in unseen}
-        return [by_id[card_id] for card_id in order]
+        due_of, risk_of = DUE_KEYS[choice.scheduler]
+        met = {card_id: MetCard(due_of(s), risk_of(s),
+                                # reviewed before the card's content changed: start over
+                                s.card_rev < cards[card_id].meaning_rev,
+                                s.last_review_day, s.last_reviewed_at, s.drill_pending,
+                                s.remedy_day)
+               for card_id, s in states.items()}
+        unseen = [card_id for card_id in cards if card_id not in states]
+        tests = held_tests(self.library, [cards[card_id] for card_id in unseen], held) \
+            if choice.remediation else None
+        pick = pick_next(met, unseen, today, mode=mode, remediation=choice.remediation,
+                         new_left=self._new_left(learner, today) if unseen else 0,
+                         tests=tests, open_mistakes={m for _, m in held})
+        if pick is None:
+            return None
+        return self._serve(learner, cards[pick.card_id], pick.kind, states.get(pick.card_id),
+                           guild_id=guild_id, choice=choice, held=held,
+                           restart=pick.kind == "review" and met[pick.card_id].relearn)
 
     def _new_left(self, learner: Learner, today: date) -> int:
         return max(0, learner.new_per_day - self.store.reviews.new_cards_on(learner.id, today))
@@ -302,8 +261,8 @@ class Tutor:
 
     def answer(self, served: Served, response: Response, *, stored: bool = False) -> Verdict:
         """Judge one attempt. `stored`: the served card is kept in the store (see
-        `bot.engine.play`), and its next attempt state is written with the review, in the same
-        transaction; AlreadyCounted if another click moved it first."""
+        `bot.engine.served_cards`), and its next attempt state is written with the review,
+        in the same transaction; AlreadyCounted if another click moved it first."""
         card = self.card(served)
         if served.attempts >= MAX_ATTEMPTS:
             raise StaleCard("This card was already answered.")

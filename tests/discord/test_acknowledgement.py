@@ -9,7 +9,7 @@ import pytest
 
 from bot.discord_ui.flow import CardFlow
 from bot.discord_ui.replies import ACK_FLOOR, ACK_WINDOW, ack_budget
-from bot.engine.play import Gone
+from bot.engine.served_cards import Gone
 from bot.engine.tutor import Tutor
 
 CREATED = datetime(2026, 12, 3, 10, 0, tzinfo=UTC)

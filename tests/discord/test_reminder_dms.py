@@ -8,7 +8,7 @@ import discord
 
 from bot.discord_ui.client import TutorBot
 from bot.discord_ui.reminders import SWEEP_EVERY_S, DiscordReminderSender
-from scheduler.reminders import ReminderSweep
+from bot.engine.reminders import ReminderSweep
 from tests.helpers.discord import learner_of, pick_and_submit
 
 

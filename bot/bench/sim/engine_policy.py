@@ -14,10 +14,10 @@ from pathlib import Path
 
 from bot.bench.sim.deck import SimCard
 from bot.bench.sim.learner import Answer
-from bot.bench.sim.policies import Pick
 from bot.engine.learners import Learners
 from bot.engine.tutor import Tutor
 from content.loader import DeckLibrary
+from scheduler.next_card import Pick
 from scheduler.storage.db import make_engine, sqlite_url, upgrade
 from scheduler.storage.store import Store
 

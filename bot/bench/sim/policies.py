@@ -5,25 +5,20 @@ card of the study day (`next_card`, None when the day is done) and tells it what
 (`record`, with the learner's whole `Answer`: attempts, hint, latency, the mistakes whose
 explanations were shown).
 
-Implemented here: one direct driver (`SimSchedule`) with the engine's rules, as bot/engine/tutor.py
-`next_card` and `_finish` apply them, parameterised by a grade map, the active scheduler and
-remediation on or off. Every card keeps both an SM-2 state (scheduler/sm2.py) and an FSRS
-state (scheduler/fsrs_review.py), moved by every new or due review with the same quality;
-the active one decides when the card is due again. A study day serves:
-
-- due reviews first, most overdue first: SM-2 by (due day, E-Factor, card id), FSRS by
-  (due day, stability, card id);
-- then new cards while fewer than ``new_per_day`` were met today: deck order, or with
-  remediation those testing an open misconception first (scheduler/remediation.py);
-- then, with remediation, remedies due by today (remedy day, card id): graded, but moving no
-  schedule and no drill (scheduler/remediation.py says which cards and when);
-- then rule-7 drills of cards scored below 4 today, oldest review first; a drill moves no
-  schedule, only whether the card still needs a drill (its own quality below 4).
+Implemented here: one direct driver (`SimSchedule`) with the engine's rules, parameterised by
+a grade map, the active scheduler and remediation on or off. Which card next is the engine's
+own rule (scheduler/next_card.py `pick_next`); what an answer does is written as
+bot/engine/tutor.py `_finish` applies it. Every card keeps both an SM-2 state (scheduler/sm2.py)
+and an FSRS state (scheduler/fsrs_review.py), moved by every new or due review with the same
+quality; the active one decides when the card is due again (SM-2 ties by E-Factor, FSRS by
+stability). A remedy is graded but moves no schedule and no drill (scheduler/remediation.py
+says which cards and when); a drill moves no schedule, only whether the card still needs a
+drill (its own quality below 4).
 
 Two grade maps: "ours", scheduler/grading.py's `quality_for` (only a first try shows recall);
 "naive", any correct answer within the attempts passes (quality 4), else 1.
 `bot.bench.sim.engine_policy` runs the real engine behind the same interface; a test holds the two
-to the same decisions for SM-2 and FSRS, each with remediation on and off.
+to the same decisions and grades for SM-2 and FSRS, each with remediation on and off.
 """
 
 from __future__ import annotations
@@ -32,19 +27,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 from functools import cache
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from bot.bench.sim.deck import SimCard
 from bot.bench.sim.learner import Answer
 from scheduler.fsrs_review import FSRSState, review_fsrs
 from scheduler.grading import needs_drill, quality_for
+from scheduler.next_card import Pick, pick_next
 from scheduler.remediation import (
     REMEDIES_PER_DAY,
     REMEDIES_PER_MISTAKE,
     REMEDY_DELAY_DAYS,
     Candidate,
     corrects,
-    new_card_order,
     pick_remedies,
     remedy_day,
 )
@@ -55,12 +50,6 @@ __all__ = ["DAY0", "POLICIES", "GradeMap", "Pick", "Policy", "Schedule", "SimPol
 
 GradeMap = Callable[[bool, int, bool, int], int]  # (correct, attempts, hint, latency) -> q
 DAY0 = date(2026, 1, 5)  # study day 0 as a date (bot/bench/sim/engine_policy.py's first day)
-
-
-@dataclass(frozen=True, slots=True)
-class Pick:
-    card_id: str
-    kind: str  # new | review | remedy | drill
 
 
 class Schedule(Protocol):
@@ -99,14 +88,26 @@ def as_date(day: int) -> date:
 
 @dataclass(slots=True)
 class _State:
+    """One card's memory of the learner, as scheduler/next_card.py `Met` reads it."""
+
     sm2: SM2State
     fsrs: FSRSState
     due: int  # SM-2's due study day
     fsrs_due: int
+    fsrs_active: bool  # which of the two is in force
     last_day: int  # study day of the last new or due review
     last_at: tuple[int, int]  # (day, ms) of the last scheduled review: drill order
     drill_pending: bool
     remedy: int | None = None  # study day of a pending remedy
+    relearn: ClassVar[bool] = False  # the simulated deck never changes
+
+    @property
+    def due_day(self) -> int:
+        return self.fsrs_due if self.fsrs_active else self.due
+
+    @property
+    def risk(self) -> float:
+        return self.fsrs.stability if self.fsrs_active else self.sm2.ef100
 
 
 @dataclass(slots=True)
@@ -141,33 +142,13 @@ class SimSchedule:
             self.today = _Today(day)
         return self.today
 
-    def due_day(self, state: _State) -> int:
-        return state.fsrs_due if self.fsrs_active else state.due
-
     def next_card(self, day: int, at_ms: int) -> Pick | None:
         states = self.states
-        if self.fsrs_active:
-            due = [(s.fsrs_due, s.fsrs.stability, cid) for cid, s in states.items()
-                   if s.fsrs_due <= day]
-        else:
-            due = [(s.due, s.sm2.ef100, cid) for cid, s in states.items() if s.due <= day]
-        if due:
-            return Pick(min(due)[2], "review")
-        if self._on(day).new < self.new_per_day and len(states) < len(self.order):
-            unseen = [c for c in self.order if c not in states]
-            if self.remediation:
-                unseen = new_card_order(unseen, self.tests, self.open)
-            return Pick(unseen[0], "new")
-        if self.remediation:
-            remedies = [(s.remedy, cid) for cid, s in states.items()
-                        if s.remedy is not None and s.remedy <= day]
-            if remedies:
-                return Pick(min(remedies)[1], "remedy")
-        drills = [(s.last_at, cid) for cid, s in states.items()
-                  if s.drill_pending and s.last_day == day]
-        if drills:
-            return Pick(min(drills)[1], "drill")
-        return None
+        unseen = [c for c in self.order if c not in states] \
+            if len(states) < len(self.order) else []
+        return pick_next(states, unseen, day, new_left=self.new_per_day - self._on(day).new,
+                         remediation=self.remediation, tests=self.tests,
+                         open_mistakes=self.open)
 
     def record(self, day: int, at_ms: int, pick: Pick, card: SimCard,
                answer: Answer) -> int:
@@ -196,8 +177,8 @@ class SimSchedule:
         fsrs, interval = review_fsrs(None if state is None else state.fsrs, quality,
                                      as_date(day))
         done_at = (day, at_ms + answer.duration_ms)
-        self.states[pick.card_id] = _State(
-            sm2, fsrs, day + sm2.interval, day + interval, day, done_at, needs_drill(quality))
+        self.states[pick.card_id] = _State(sm2, fsrs, day + sm2.interval, day + interval,
+                                           self.fsrs_active, day, done_at, needs_drill(quality))
         if pick.kind == "new":
             self.today.new += 1
 
@@ -209,7 +190,7 @@ class SimSchedule:
         if budget <= 0:
             return
         today = as_date(day)
-        met = {cid: Candidate(cid, as_date(self.due_day(s)), as_date(s.last_day),
+        met = {cid: Candidate(cid, as_date(s.due_day), as_date(s.last_day),
                               s.remedy is not None) for cid, s in self.states.items()}
         picked = pick_remedies(shown, answered, self.tests, met, today, budget)
         on = (remedy_day(today) - DAY0).days

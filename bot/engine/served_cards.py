@@ -1,6 +1,7 @@
-"""Cards in play for front ends that keep them between requests (Discord): a served card's
-life from serve to review, in the store, so any click (after a restart, from another bot
-process, twice at once) finds the same state.
+"""Served cards kept in the store between clicks, for front ends that need it (Discord): a
+served card's life from serve to review, so any click (after a restart, from another bot
+process, twice at once) finds the same state. The terminal keeps its `Served` in memory and
+calls `Tutor` directly instead.
 
 Every method takes what a click carries (serve id, attempt, the learner) and either does
 what was asked or raises a TutorError whose text the learner can be shown; nothing is
@@ -43,19 +44,24 @@ class Finished(TutorError):
 
 
 @dataclass(frozen=True, slots=True)
-class InPlay:
+class CardInPlay:
+    """A served card being played: the `Served` value (attempt state), the deck card it
+    shows, and the learner's select-menu picks so far."""
+
     served: Served
     card: AnyCard
     draft: dict  # select-menu picks not yet submitted, by blank id
 
 
-class Play:
+class ServedCards:
+    """The store's served cards, read and moved only under each click's checks."""
+
     def __init__(self, tutor: Tutor):
         self.tutor = tutor
         self.store = tutor.store
 
     def serve(self, learner: Learner, *, mode: str = "auto", topic: str | None = None,
-              guild_id: int | None = None, card_id: str | None = None) -> InPlay | None:
+              guild_id: int | None = None, card_id: str | None = None) -> CardInPlay | None:
         """The next card for this learner, stored; None when nothing is left."""
         decks = CommunityDecks(self.tutor).enabled(guild_id) if guild_id else None
         served = self.tutor.next_card(learner, mode=mode, topic=topic, guild_id=guild_id,
@@ -63,9 +69,9 @@ class Play:
         if served is None:
             return None
         self.store.served.save(served.serve_id, learner.id, served.to_json(), served.served_at)
-        return InPlay(served, self.tutor.card(served), {})
+        return CardInPlay(served, self.tutor.card(served), {})
 
-    def current(self, serve_id: str, learner: Learner) -> InPlay:
+    def current(self, serve_id: str, learner: Learner) -> CardInPlay:
         """The card as it stands now, for this learner; Gone, NotYours or Finished."""
         row = self.store.served.load(serve_id)
         if row is None:
@@ -84,9 +90,9 @@ class Play:
             self.store.served.advance(Advance(serve_id, served.attempts, served.to_json(),
                                               True))
             raise
-        return InPlay(served, card, row.draft)
+        return CardInPlay(served, card, row.draft)
 
-    def at(self, serve_id: str, attempt: int, learner: Learner) -> InPlay:
+    def at(self, serve_id: str, attempt: int, learner: Learner) -> CardInPlay:
         """The card, if the click was made on its current attempt (AlreadyCounted if not:
         a double click, or a click on an outdated rendering)."""
         playing = self.current(serve_id, learner)
@@ -99,7 +105,7 @@ class Play:
         """Judge one attempt and store it (with its review, when it finishes the card)."""
         return self.judge(self.at(serve_id, attempt, learner), response)
 
-    def judge(self, playing: InPlay, response: Response) -> Verdict:
+    def judge(self, playing: CardInPlay, response: Response) -> Verdict:
         """Judge an attempt on a card already loaded for this click; the store's
         compare-and-set on its attempt still refuses it if another click got there first."""
         return self.tutor.answer(playing.served, response, stored=True)
@@ -123,7 +129,7 @@ class Play:
         if self.store.served.set_draft(serve_id, blank_id, chip_id) is None:
             raise Finished("This card was already answered.")
 
-    def hint(self, serve_id: str, attempt: int, learner: Learner) -> InPlay:
+    def hint(self, serve_id: str, attempt: int, learner: Learner) -> CardInPlay:
         """The card with its hint shown (which caps the grade)."""
         playing = self.at(serve_id, attempt, learner)
         served, _ = self.tutor.hint(playing.served)
@@ -132,20 +138,20 @@ class Play:
             raise AlreadyCounted("That click was already counted.")
         return replace(playing, served=served)
 
-    def code_card(self, serve_id: str, attempt: int, learner: Learner) -> InPlay:
+    def code_card(self, serve_id: str, attempt: int, learner: Learner) -> CardInPlay:
         """A code card about to be written; InvalidAnswer for any other card."""
         playing = self.at(serve_id, attempt, learner)
         if not isinstance(playing.card, CodeCard):
             raise InvalidAnswer("This card is not answered with code.")
         return playing
 
-    def open_code_card(self, learner: Learner) -> InPlay | None:
+    def open_code_card(self, learner: Learner) -> CardInPlay | None:
         """The learner's newest unfinished code card, for a code reply sent as a message."""
         for row in self.store.served.unfinished(learner.id):
             served = Served.from_json(row.served)
             if self.tutor.library.has_card(served.card_id) and isinstance(
                     self.tutor.library.card(served.card_id), CodeCard):
-                return InPlay(served, self.tutor.card(served), row.draft)
+                return CardInPlay(served, self.tutor.card(served), row.draft)
         return None
 
 
