@@ -22,7 +22,7 @@ from collections import defaultdict, deque
 from collections.abc import Callable
 from pathlib import Path
 
-from bot.sandbox.protocol import Limits, decode, encode, failed
+from bot.sandbox.protocol import Limits, RunResult, decode, encode, failed
 
 log = logging.getLogger(__name__)
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -207,18 +207,19 @@ class SandboxClient:
     # -- submissions ---------------------------------------------------------------------
 
     async def run(self, code: str, *, learner: str | None = None, mode: str = "run",
-                  checker: str | None = None, device: str = "cpu") -> dict:
+                  checker: str | None = None, device: str = "cpu") -> RunResult:
         """Run code under the sandbox's limits; raise SandboxBusy when not admitted."""
         if learner is not None:
             self._admit(learner)
         deadline = self.limits.wall_s + 2 * self.limits.reply_margin_s
         try:
-            result = await self._request({"code": code, "mode": mode, "checker": checker,
-                                          "device": device, "learner": learner}, deadline)
+            reply = await self._request({"code": code, "mode": mode, "checker": checker,
+                                         "device": device, "learner": learner}, deadline)
         finally:
             self._in_flight.discard(learner)
-        if result.get("busy") is True:  # the service's own admission, across every bot
-            raise SandboxBusy(result.get("stderr") or "The code runner is busy; try again.")
+        result = RunResult.from_wire(reply)
+        if result.busy:  # the service's own admission, across every bot
+            raise SandboxBusy(result.stderr or "The code runner is busy; try again.")
         return result
 
     def _admit(self, learner: str) -> None:
