@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 
-from bot.sandbox.client import PROJECT_ROOT, SandboxClient, worker_environment
+from bot.sandbox.client import PROJECT_ROOT, SandboxClient, service_environment
 
 LOOP = """
 import torch
@@ -45,7 +45,7 @@ def _fresh_interpreter(device: str) -> float:
     """The same loop as a new `python` process: import torch every time."""
     start = time.perf_counter()
     subprocess.run([sys.executable, "-c", f"device = {device!r}\n" + LOOP], check=True,
-                   capture_output=True, env=worker_environment(), cwd=PROJECT_ROOT)
+                   capture_output=True, env=service_environment(), cwd=PROJECT_ROOT)
     return (time.perf_counter() - start) * 1000
 
 

@@ -225,5 +225,5 @@ def start_sandbox(tutor: Tutor, address: str | None = None,
         sandbox.stop()
         return None
     tutor.code_judge = SandboxJudge(sandbox.client, sandbox.loop)
-    log.info("code sandbox ready (%s)", address or f"worker pid {sandbox.client.worker_pid}")
+    log.info("code sandbox ready (%s)", address or f"worker pid {sandbox.client.service_pid}")
     return sandbox
