@@ -46,6 +46,9 @@ DISCARD_WAIT_S = 10.0  # how long a stop waits for the zygote to report a killed
 
 
 class SandboxService:
+    """Admits submissions, runs each in a jailed child from the zygote and decides its
+    result; code checks go on to the checker pool."""
+
     def __init__(self, limits: Limits | None = None, parallel: int | None = None,
                  cgroups: Cgroups | None = None, allow_unbounded_memory: bool = False,
                  judges: PoolLimits | None = None):

@@ -61,6 +61,7 @@ stdout/stderr, the inherited result pipe, blocked SIGTERM/SIGALRM.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import textwrap
 import time
@@ -90,9 +91,10 @@ async def still_serving(sandbox) -> None:
     assert (result.status, result.stdout) == (OK, "alive\n")
 
 
-def utf8_clean(reply: dict) -> None:
+def utf8_clean(reply: RunResult) -> None:
     """The reply must be JSON text that is also valid UTF-8 (it goes on to Discord)."""
-    json.dumps(reply, ensure_ascii=False).encode("utf-8")  # raises on a lone surrogate
+    text = json.dumps(dataclasses.asdict(reply), ensure_ascii=False)
+    text.encode("utf-8")  # raises on a lone surrogate
 
 
 # -- the host's view of sandbox processes ----------------------------------------------------
