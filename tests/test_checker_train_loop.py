@@ -11,20 +11,8 @@ import pytest
 pytest.importorskip("torch")
 
 from content.checkers.train_loop import MISTAKES, SCENARIOS, check  # noqa: E402
+from tests.helpers.train_loop import REFERENCE  # noqa: E402
 
-REFERENCE = """\
-model.train()
-for epoch in range(num_epochs):
-    optimizer.zero_grad()
-    for i, (inputs, labels) in enumerate(dataloader):
-        inputs, labels = inputs.to(device), labels.to(device)
-        outputs = model(inputs)
-        loss = criterion(outputs, labels) / accumulation_steps
-        loss.backward()
-        if (i + 1) % accumulation_steps == 0 or i + 1 == len(dataloader):
-            optimizer.step()
-            optimizer.zero_grad()
-"""
 STEP_AND_CLEAR = """\
         if (i + 1) % accumulation_steps == 0 or i + 1 == len(dataloader):
             optimizer.step()

@@ -9,6 +9,7 @@ import json
 import pytest
 
 import bot.cli.main as cli
+import bot.cli.sandbox as sandbox_cli
 from bot.engine.tutor import Tutor
 from bot.terminal import Console
 from tests.helpers.hostile import SAFE_LINE, invisible, judge, sandbox_result
@@ -21,7 +22,7 @@ def words(text: str) -> str:
 @pytest.fixture
 def check(tmp_path, monkeypatch, capsys):
     """`tutor check` on the train-loop card, the sandbox answering as for HOSTILE."""
-    monkeypatch.setattr(cli, "_sandboxed", lambda code, **options: sandbox_result())
+    monkeypatch.setattr(sandbox_cli, "_sandboxed", lambda code, **options: sandbox_result())
     loop = tmp_path / "loop.py"
     loop.write_text("raise ValueError(...)\n")
 

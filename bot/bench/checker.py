@@ -20,7 +20,7 @@ async def _time_checks(client: SandboxClient, code: str, checker: str, runs: int
         start = time.perf_counter()
         result = await client.run(code, mode="check", checker=checker)
         timings.append((time.perf_counter() - start) * 1000)
-        if "report" not in result:
+        if result.report is None:
             raise RuntimeError(f"check did not finish: {result}")
     return timings
 

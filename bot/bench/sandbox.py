@@ -1,4 +1,4 @@
-"""Submission-to-verdict latency through the fork-server, next to a fresh interpreter.
+"""Submission-to-verdict latency through the sandbox service, next to a fresh interpreter.
 
 Both run the same small gradient-accumulation loop in the same run of the benchmark; the
 fork-server side goes through the full isolation (namespaces, cgroups, seccomp).
@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 
-from bot.sandbox.client import PROJECT_ROOT, SandboxClient, worker_environment
+from bot.sandbox.client import PROJECT_ROOT, SandboxClient, service_environment
 
 LOOP = """
 import torch
@@ -45,7 +45,7 @@ def _fresh_interpreter(device: str) -> float:
     """The same loop as a new `python` process: import torch every time."""
     start = time.perf_counter()
     subprocess.run([sys.executable, "-c", f"device = {device!r}\n" + LOOP], check=True,
-                   capture_output=True, env=worker_environment(), cwd=PROJECT_ROOT)
+                   capture_output=True, env=service_environment(), cwd=PROJECT_ROOT)
     return (time.perf_counter() - start) * 1000
 
 
@@ -62,9 +62,9 @@ async def _forkserver(runs: int, device: str) -> tuple[dict, list[float], str]:
             start = time.perf_counter()
             result = await client.run(LOOP, device=device)
             latencies.append((time.perf_counter() - start) * 1000)
-            if result["status"] != "ok":
+            if result.status != "ok":
                 raise RuntimeError(f"benchmark loop failed: {result}")
-            output = result["stdout"].strip()
+            output = result.stdout.strip()
         return info, latencies, output
     finally:
         await client.stop()

@@ -90,116 +90,6 @@ def cmd_run(args) -> int:
     return run(settings)
 
 
-def _read_source(path: str) -> tuple[str | None, dict | None]:
-    """The file's text, or a `refused` result saying why it cannot be Python."""
-    from bot.sandbox.protocol import refused
-
-    try:
-        return Path(path).read_bytes().decode("utf-8"), None
-    except UnicodeDecodeError:
-        return None, refused("not valid UTF-8 text, so not Python source")
-    except OSError as exc:
-        return None, refused(f"cannot read {path}: {exc.strerror}")
-
-
-def _sandboxed(code: str, **options) -> dict:
-    """Run one submission on the shared sandbox service (SANDBOX_ADDRESS), or on a worker of
-    our own started for it."""
-    import asyncio
-    import getpass
-
-    from bot.sandbox.client import SandboxBusy, SandboxClient
-    from bot.sandbox.protocol import busy
-
-    settings = _settings()
-
-    async def once() -> dict:
-        # The shared service when there is one: a run (~0.1 s), not a torch import (~5 s).
-        client = SandboxClient(address=settings.sandbox_address,
-                               allow_unbounded_memory=settings.sandbox_allow_unbounded_memory)
-        await client.start()
-        try:
-            # One run at a time per user of this machine, as for a learner on Discord.
-            return await client.run(code, learner=f"cli:{getpass.getuser()}", **options)
-        except SandboxBusy as exc:
-            return busy(str(exc))
-        finally:
-            await client.stop()
-
-    return asyncio.run(once())
-
-
-def cmd_sandbox_run(args) -> int:
-    from bot.sandbox.protocol import OK
-
-    code, result = _read_source(args.file)
-    result = result or _sandboxed(code, device=args.device)
-    keys = ("status", "exit_code", "stdout", "stderr", "elapsed_ms")
-    report = {**{k: result.get(k) for k in keys},
-              **{k: result[k] for k in ("error", "line", "note", "device") if result.get(k)}}
-    if args.json:
-        print(json.dumps(report))
-    else:
-        sys.stdout.write(report["stdout"] or "")
-        sys.stderr.write(report["stderr"] or "")
-        if report.get("error"):
-            print(f"[{report['status']}] {report['error']}", file=sys.stderr)
-    return 0 if report["status"] == OK else 1
-
-
-def cmd_sandbox_serve(args) -> int:
-    """Run the sandbox worker as a service several bot processes share."""
-    import os
-
-    from bot.sandbox.client import PROJECT_ROOT, worker_environment
-
-    unbounded = ["--allow-unbounded-memory"] if _settings().sandbox_allow_unbounded_memory else []
-    os.chdir(PROJECT_ROOT)
-    tuning = [f"--{name}={value}" for name in ("limits", "parallel", "checkers", "connections")
-              if (value := getattr(args, name)) is not None]
-    os.execve(sys.executable, [sys.executable, "-m", "bot.sandbox.worker", "--listen",
-                               args.listen, "--mode", args.mode, *unbounded, *tuning],
-              worker_environment())
-
-
-def cmd_sandbox_doctor(args) -> int:
-    """What isolation holds on this host; exit 1 when the sandbox would run unbounded."""
-    from bot.sandbox import doctor
-
-    report = doctor.diagnose(Path(args.cgroup_root))
-    print(json.dumps(report) if args.json else doctor.render(report))
-    return 0 if report["bounded"] else 1
-
-
-def cmd_check(args) -> int:
-    """Judge a code answer for a code card, as the bot would."""
-    from bot.engine.code_judge import report_from
-    from content.schema import CodeCard
-
-    library = _library()
-    if not library.has_card(args.card) or not isinstance(library.card(args.card), CodeCard):
-        codes = [c.id for c in library.cards() if isinstance(c, CodeCard)]
-        print(f"No code card '{args.card}'. Code cards: {', '.join(codes)}", file=sys.stderr)
-        return 2
-    card = library.card(args.card)
-    code, result = _read_source(args.file)
-    result = result or _sandboxed(code, mode="check", checker=card.checker,
-                                  device=args.device)
-    report = report_from(result)
-    explained = [f"{m.title}: {m.explanation}"
-                 for m in (library.mistake(card.id, i) for i in report.mistakes)]
-    output = {"card": card.id, "status": report.status, "passed": report.passed,
-              "mistakes": list(report.mistakes), "feedback": [*report.feedback, *explained],
-              "stdout": report.stdout, "elapsed_ms": result.get("elapsed_ms")}
-    if args.json:
-        print(json.dumps(output))
-    else:
-        print(("PASSED" if report.passed else "NOT YET") + f" ({report.status})")
-        for line in output["feedback"]:
-            print(f"- {line}")
-    return 0 if report.passed else 1
-
-
 def cmd_deck_validate(args) -> int:
     from content.loader import DeckError, deck_files, load_deck
 
@@ -289,16 +179,10 @@ def cmd_bench(args) -> int:
     return 0 if result.get("ok", True) else 1
 
 
-def _code_file_arguments(parser: argparse.ArgumentParser, func) -> None:
-    parser.add_argument("file")
-    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    parser.add_argument("--json", action="store_true")
-    parser.set_defaults(func=func)
-
-
 def build_parser() -> argparse.ArgumentParser:
     from bot.bench import BENCHMARKS
     from bot.cli.deck import add_commands as add_deck_commands
+    from bot.cli.sandbox import add_commands as add_sandbox_commands
     from scheduler.choice import SchedulerName
 
     parser = argparse.ArgumentParser(prog="tutor", description=__doc__)
@@ -346,32 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     schema.set_defaults(func=cmd_deck_schema)
     add_deck_commands(deck)
 
-    check = sub.add_parser("check", help="judge a code answer for a code card")
-    check.add_argument("card", help="e.g. gradient-accumulation/train-loop")
-    _code_file_arguments(check, cmd_check)
-
-    sandbox = sub.add_parser("sandbox", help="the code sandbox").add_subparsers(
-        dest="sandbox_command", required=True)
-    _code_file_arguments(sandbox.add_parser("run", help="run a Python file under the sandbox"),
-                         cmd_sandbox_run)
-    serve = sandbox.add_parser("serve", help="run the sandbox as a service (bots connect with "
-                                             "SANDBOX_ADDRESS)")
-    serve.add_argument("--listen", default="unix:/run/tutor-sandbox.sock",
-                       help="unix:/path or tcp:127.0.0.1:PORT")
-    serve.add_argument("--mode", default="660",
-                       help="Unix socket permissions, octal (666: a private shared volume)")
-    serve.add_argument("--parallel", help="jailed children at once (default: by memory)")
-    for name, what in (("limits", "protocol.Limits (per run)"),
-                       ("checkers", "checker_pool.PoolLimits (the judges)"),
-                       ("connections", "service.ConnectionLimits")):
-        serve.add_argument(f"--{name}", help=f"JSON object overriding fields of {what}")
-    serve.set_defaults(func=cmd_sandbox_serve)
-    doctor = sandbox.add_parser("doctor", help="what isolation holds here (namespaces, seccomp, "
-                                               "cgroup limits, GPU); exit 1 when unbounded")
-    doctor.add_argument("--json", action="store_true", help="one JSON object")
-    doctor.add_argument("--cgroup-root", default="/sys/fs/cgroup",
-                        help="where cgroupfs is mounted (tests point it at a fake tree)")
-    doctor.set_defaults(func=cmd_sandbox_doctor)
+    add_sandbox_commands(sub)
 
     db = sub.add_parser("db", help="database maintenance").add_subparsers(
         dest="db_command", required=True)

@@ -22,9 +22,10 @@ from bot.discord_ui.components import CARD_ITEMS, MODAL_TEMPLATE, handled
 from bot.discord_ui.flow import CardFlow
 from bot.discord_ui.reminders import ReminderButton, ReminderService
 from bot.discord_ui.replies import apologise, bound_acknowledgements, reply
-from bot.engine.code_judge import BackgroundSandbox
+from bot.engine.code_judge import SandboxJudge
 from bot.engine.tutor import Tutor
 from bot.observability import HealthServer
+from bot.sandbox.background import BackgroundSandbox
 from bot.sandbox.client import SandboxClient
 from bot.settings import DISCORD_API, DISCORD_GATEWAY
 
@@ -213,7 +214,7 @@ def start_sandbox(tutor: Tutor, address: str | None = None,
     sandbox = BackgroundSandbox(SandboxClient(address=address,
                                               allow_unbounded_memory=allow_unbounded_memory))
     try:
-        judge = sandbox.start()
+        sandbox.start()
     except Exception:  # noqa: BLE001
         log.exception("the code sandbox could not start: code cards are off")
         sandbox.stop()
@@ -223,6 +224,6 @@ def start_sandbox(tutor: Tutor, address: str | None = None,
                   "`tutor sandbox doctor`; SANDBOX_ALLOW_UNBOUNDED_MEMORY=true accepts that)")
         sandbox.stop()
         return None
-    tutor.code_judge = judge
-    log.info("code sandbox ready (%s)", address or f"worker pid {sandbox.client.worker_pid}")
+    tutor.code_judge = SandboxJudge(sandbox.client, sandbox.loop)
+    log.info("code sandbox ready (%s)", address or f"worker pid {sandbox.client.service_pid}")
     return sandbox

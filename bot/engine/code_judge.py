@@ -1,21 +1,21 @@
 """Code answers judged by a card's checker inside the sandbox, for the tutor engine.
 
 The engine is synchronous and runs code answers off the event loop (a worker thread);
-the sandbox client is asyncio. `SandboxJudge` bridges the two. `BackgroundSandbox` gives
-synchronous front ends (the terminal) a sandbox on a loop thread of its own.
+the sandbox client is asyncio, on a loop thread of its own (bot.sandbox.background).
+`SandboxJudge` bridges the two, and `report_from` turns the sandbox's typed result into the
+engine's CodeReport.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 import time
 
 from bot.engine.tutor import CodeReport, TryAgain
 from bot.observability import record_sandbox
 from bot.sandbox.client import SandboxBusy, SandboxClient
-from bot.sandbox.protocol import MEMORY, OK, OUTPUT_LIMIT, REFUSED, TIMEOUT
+from bot.sandbox.protocol import MEMORY, OUTPUT_LIMIT, REFUSED, TIMEOUT, RunResult
 from content.safe_text import code_span, plain
 from content.schema import CodeCard
 
@@ -28,27 +28,25 @@ STOPPED = {
 }
 
 
-def report_from(result: dict) -> CodeReport:
+def report_from(result: RunResult) -> CodeReport:
     """A sandbox result (run in `check` mode) as the engine's CodeReport. A result's
     `error` and `stderr` are text the learner's code can write (the jailed child reports
     its own error): the feedback quotes them as code. The report's lines (the checker's
     and the service's, which quote the learner already) and stdout lose only what no
     front end may show."""
-    status, stdout = result.get("status"), plain(result.get("stdout") or "")
-    if "report" in result:  # the checker ran to the end (the learner's code may have raised)
-        report = result["report"]
-        feedback = tuple(plain(text) for text in report.get("feedback", ()))
-        return CodeReport(report.get("status", OK), bool(report.get("passed")),
-                          tuple(report.get("mistakes", ())), feedback, stdout)
+    status, stdout = result.status, plain(result.stdout)
+    if result.report is not None:  # the checker ran to the end (the code may have raised)
+        report = result.report
+        return CodeReport(report.status, report.passed, report.mistakes,
+                          tuple(plain(text) for text in report.feedback), stdout)
     if status in STOPPED:
         return CodeReport(status, False, (), (STOPPED[status],), stdout)
-    detail = result.get("error") or result.get("stderr")
+    detail = result.error or result.stderr
     said = code_span(detail) if detail else "it could not run"
     if status == REFUSED:
         return CodeReport(status, False, (), (f"Your code was not run: {said}",), stdout)
-    line = result.get("line")
-    where = f"line {line}: " if line else ""
-    return CodeReport(status or "error", False, (), (f"{where}{said}",), stdout)
+    where = f"line {result.line}: " if result.line else ""
+    return CodeReport(status, False, (), (f"{where}{said}",), stdout)
 
 
 class SandboxJudge:
@@ -67,40 +65,5 @@ class SandboxJudge:
             result = asyncio.run_coroutine_threadsafe(run, self.loop).result(self.timeout_s)
         except SandboxBusy as exc:
             raise TryAgain(str(exc)) from None
-        record_sandbox(result.get("status", "error"), time.perf_counter() - started)
+        record_sandbox(result.status, time.perf_counter() - started)
         return report_from(result)
-
-
-_real_monotonic = time.monotonic  # as imported: see _RealTimeLoop
-
-
-class _RealTimeLoop(asyncio.SelectorEventLoop):
-    """The sandbox's deadlines are about real processes: they keep real time even when the
-    bot's own loop runs on a virtual clock (SimCord patches time.monotonic in tests)."""
-
-    def time(self) -> float:
-        return _real_monotonic()
-
-
-class BackgroundSandbox:
-    """A sandbox on its own event-loop thread, for synchronous callers."""
-
-    def __init__(self, client: SandboxClient | None = None):
-        self.client = client or SandboxClient()
-        self.loop = _RealTimeLoop()
-        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True,
-                                        name="sandbox-loop")
-        self.info: dict = {}
-
-    def start(self, timeout_s: float = 180.0) -> SandboxJudge:
-        """Start (or reach) the worker; its `info` reply is kept in `self.info`."""
-        self._thread.start()
-        self.info = asyncio.run_coroutine_threadsafe(self.client.start(),
-                                                     self.loop).result(timeout_s)
-        return SandboxJudge(self.client, self.loop)
-
-    def stop(self) -> None:
-        if self._thread.is_alive():
-            asyncio.run_coroutine_threadsafe(self.client.stop(), self.loop).result(30)
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self._thread.join(5)

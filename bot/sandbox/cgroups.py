@@ -33,7 +33,7 @@ from bot.sandbox.protocol import Limits
 ROOT = Path("/sys/fs/cgroup")
 PROC_SELF_CGROUP = Path("/proc/self/cgroup")
 GROUP = "tutor-sandbox"  # the children's groups live under this one
-WORKER = "tutor-worker"  # v2: the leaf the worker moves into (no internal processes rule)
+WORKER = "tutor-worker"  # v2: the leaf the service moves into (no internal processes rule)
 CONTROLLERS = ("memory", "pids")
 # Where the host has it, each child is also held to one CPU's worth (and the children share
 # the CPUs equally, however many threads one of them starts): slots can then outnumber the
@@ -52,7 +52,7 @@ class Unavailable(Exception):
 
 
 class Cgroups:
-    """The interface the worker (and the doctor) use; `_V1` and `_V2` fill it in."""
+    """The interface the service (and the doctor) use; `_V1` and `_V2` fill it in."""
 
     version = ""
 
@@ -94,7 +94,7 @@ class Cgroups:
 
     def new(self) -> str:
         """A fresh group with the limits; its name is `<our pid>-<n>`, so groups left by a
-        worker that died can be told apart and swept at the next start."""
+        service that died can be told apart and swept at the next start."""
         name = f"{os.getpid()}-{next(_serial)}"
         try:
             for group in self.groups:
@@ -119,7 +119,7 @@ class Cgroups:
         return {"cgroup": self.version, **self.held}
 
     def sweep_orphans(self) -> None:
-        """Remove groups left by workers that are gone (named '<worker pid>-<n>')."""
+        """Remove groups left by services that are gone (named '<service pid>-<n>')."""
         for group in self.groups:
             for child in group.iterdir():
                 owner = child.name.split("-", 1)[0]
@@ -197,7 +197,7 @@ class _V1(Cgroups):
 
     def remove(self, name: str) -> None:
         # A group that still has a process stays (rmdir says EBUSY) and is swept once its
-        # worker is gone; the worker has killed the child's pid namespace already.
+        # service is gone; the service has killed the child's pid namespace already.
         for group in self.groups:
             with contextlib.suppress(OSError):
                 _rmdir(group / name)

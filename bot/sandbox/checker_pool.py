@@ -17,7 +17,7 @@ import logging
 import sys
 from dataclasses import dataclass
 
-from bot.sandbox.client import PROJECT_ROOT, worker_environment
+from bot.sandbox.client import PROJECT_ROOT, service_environment
 
 log = logging.getLogger("sandbox.checkers")
 START_TIMEOUT_S = 60.0
@@ -62,7 +62,7 @@ class CheckerPool:
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "bot.sandbox.checker_process",
             "--memory-mb", str(self.limits.memory_mb), cwd=PROJECT_ROOT,
-            env=worker_environment(), stdin=asyncio.subprocess.PIPE,
+            env=service_environment(), stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE)
         self._all.add(process)
         try:

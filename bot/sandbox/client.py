@@ -1,8 +1,9 @@
-"""The bot's side of the sandbox: a worker process spoken to in JSON lines.
+"""The bot's side of the sandbox: the sandbox service (bot.sandbox.service), a process of
+our own or a shared one, spoken to in JSON lines; each reply is read as a typed RunResult.
 
-The bot never imports torch; the worker does. Admission happens here: a bounded queue,
+The bot never imports torch; the service does. Admission happens here: a bounded queue,
 one run in flight per learner and a per-learner rate limit, each refused with a message a
-learner can act on. Every run is answered: if the worker dies, it is restarted and the runs
+learner can act on. Every run is answered: if the service dies, it is restarted and the runs
 it held are run again once, then reported as a crash; a run with no reply by its deadline
 (the wall limit plus a margin) is answered with an error, and its learner may submit again.
 """
@@ -22,7 +23,7 @@ from collections import defaultdict, deque
 from collections.abc import Callable
 from pathlib import Path
 
-from bot.sandbox.protocol import Limits, decode, encode, failed
+from bot.sandbox.protocol import Limits, RunResult, decode, encode, failed
 
 log = logging.getLogger(__name__)
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -43,8 +44,8 @@ class SandboxBusy(Exception):
     """Not admitted; the message says why and what to do."""
 
 
-def worker_environment() -> dict[str, str]:
-    """Built from nothing: no token or other secret of the bot reaches the worker."""
+def service_environment() -> dict[str, str]:
+    """Built from nothing: no token or other secret of the bot reaches the service."""
     return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "LANG": "C.UTF-8",
@@ -61,9 +62,9 @@ class SandboxClient:
                  clock: Callable[[], float] = time.monotonic, address: str | None = None,
                  allow_unbounded_memory: bool = False):
         """`address` ("unix:/path" or "tcp:host:port"): use a running `tutor sandbox serve`
-        (shared by several bot processes) instead of starting a worker of our own.
+        (shared by several bot processes) instead of starting a service of our own.
         `allow_unbounded_memory`: the operator's opt-in to run code on a host where the
-        worker can set no cgroup memory limit (our own worker only)."""
+        service can set no cgroup memory limit (our own service only)."""
         self.address = address
         self.allow_unbounded_memory = allow_unbounded_memory
         self.limits = limits or Limits()
@@ -82,21 +83,21 @@ class SandboxClient:
         self._restarts = 0
         self._stopping = False
 
-    # -- the worker process --------------------------------------------------------------
+    # -- the service process -------------------------------------------------------------
 
     async def start(self) -> dict:
-        """Start the worker (torch import: a few seconds), or connect to the shared one,
+        """Start the service (torch import: a few seconds), or connect to the shared one,
         and return its info."""
         self._stopping = False
         if self.address:
             reader, self._writer = await self._connect_when_up()
         else:
             self._proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "bot.sandbox.worker",
+                sys.executable, "-m", "bot.sandbox.service",
                 "--limits", json.dumps(dataclasses.asdict(self.limits)),
                 *(["--parallel", str(self.parallel)] if self.parallel else []),
                 *(["--allow-unbounded-memory"] if self.allow_unbounded_memory else []),
-                cwd=PROJECT_ROOT, env=worker_environment(), stdin=asyncio.subprocess.PIPE,
+                cwd=PROJECT_ROOT, env=service_environment(), stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, limit=1 << 22)
             reader, self._writer = self._proc.stdout, self._proc.stdin
             self._stderr = asyncio.create_task(self._log_stderr(self._proc))
@@ -133,7 +134,7 @@ class SandboxClient:
                     await task
 
     @property
-    def worker_pid(self) -> int | None:
+    def service_pid(self) -> int | None:
         return self._proc.pid if self._proc else None
 
     async def _read_replies(self, reader: asyncio.StreamReader,
@@ -154,7 +155,7 @@ class SandboxClient:
             log.warning("sandbox worker: %s", line.decode(errors="replace").rstrip())
 
     async def _recover(self, returncode: int | None) -> None:
-        """The worker died (or the shared one went away): start or reach a new one and
+        """The service died (or the shared one went away): start or reach a new one and
         answer every run it held."""
         self._restarts += 1
         if self.address and not self._pending:  # a shared service closes idle connections
@@ -207,18 +208,19 @@ class SandboxClient:
     # -- submissions ---------------------------------------------------------------------
 
     async def run(self, code: str, *, learner: str | None = None, mode: str = "run",
-                  checker: str | None = None, device: str = "cpu") -> dict:
+                  checker: str | None = None, device: str = "cpu") -> RunResult:
         """Run code under the sandbox's limits; raise SandboxBusy when not admitted."""
         if learner is not None:
             self._admit(learner)
         deadline = self.limits.wall_s + 2 * self.limits.reply_margin_s
         try:
-            result = await self._request({"code": code, "mode": mode, "checker": checker,
-                                          "device": device, "learner": learner}, deadline)
+            reply = await self._request({"code": code, "mode": mode, "checker": checker,
+                                         "device": device, "learner": learner}, deadline)
         finally:
             self._in_flight.discard(learner)
-        if result.get("busy") is True:  # the service's own admission, across every bot
-            raise SandboxBusy(result.get("stderr") or "The code runner is busy; try again.")
+        result = RunResult.from_wire(reply)
+        if result.busy:  # the service's own admission, across every bot
+            raise SandboxBusy(result.stderr or "The code runner is busy; try again.")
         return result
 
     def _admit(self, learner: str) -> None:

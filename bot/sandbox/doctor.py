@@ -1,6 +1,6 @@
 """`tutor sandbox doctor`: what isolation holds on this host, checked for real.
 
-Each check does what the worker does, in a throwaway child or a probe group: unshare each
+Each check does what the service does, in a throwaway child or a probe group: unshare each
 namespace, install the seccomp filter and see a denied call fail, make a cgroup with the
 default limits and read them back. The GPU is only looked for (/dev/nvidia*): CUDA is never
 initialised here, and torch is not imported.
@@ -105,7 +105,7 @@ def check_seccomp() -> dict:
 
 
 def check_cgroups(limits: Limits, root: Path) -> dict:
-    """Make a probe group with `limits` as the worker would, read it back, remove it."""
+    """Make a probe group with `limits` as the service would, read it back, remove it."""
     found = cgroups.Cgroups.create(limits, root)  # makes and reads back a probe group
     if found is None:
         return {"cgroup": None, "memory_max_mb": None, "swap_max_mb": None, "pids_max": None,
@@ -128,12 +128,9 @@ def _host_swap_mb() -> int | None:
     return None
 
 
-def diagnose(root: Path = cgroups.ROOT, allow_unbounded: bool | None = None) -> dict:
-    """Every check, as one JSON-friendly object; `bounded` is the verdict."""
-    if allow_unbounded is None:
-        from bot.settings import Settings
-
-        allow_unbounded = Settings().sandbox_allow_unbounded_memory
+def diagnose(root: Path = cgroups.ROOT, allow_unbounded: bool = False) -> dict:
+    """Every check, as one JSON-friendly object; `bounded` is the verdict.
+    `allow_unbounded`: the operator's SANDBOX_ALLOW_UNBOUNDED_MEMORY, reported as it is."""
     report = {
         "root": os.geteuid() == 0,
         "namespaces": check_namespaces(),

@@ -7,6 +7,9 @@ so the service admits one run per learner); a result is {"id", "status", "exit_c
 memory, output_limit, refused. A result with "busy": true was not run (the learner has a run
 in flight, or the service is full); its stderr says so.
 
+The service builds and writes results as dicts; a client reads each reply as a `RunResult`
+(`RunResult.from_wire`), so callers read attributes and never guess at keys.
+
 Service -> child: one length-prefixed JSON request. Child -> service: its exit status, and
 at most one length-prefixed JSON report of detail (see `frame`/`unframe`).
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 OK, ERROR, TIMEOUT, MEMORY, OUTPUT_LIMIT, REFUSED = (
     "ok", "error", "timeout", "memory", "output_limit", "refused")
@@ -95,3 +99,102 @@ def failed(reason: str) -> dict:
 def busy(reason: str) -> dict:
     """Not run, and not the code's fault: the client tells the learner to wait."""
     return {**failed(reason), "busy": True}
+
+
+class Malformed(ValueError):
+    """A reply that does not have a result's shape; the message says which field."""
+
+
+def _text(message: dict, key: str, default: str | None = None) -> str | None:
+    value = message.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise Malformed(f"{key} is not text")
+    return value
+
+
+def _number(message: dict, key: str, kind: type, default: Any = None) -> Any:
+    value = message.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise Malformed(f"{key} is not a number")
+    return value
+
+
+def _texts(message: dict, key: str) -> tuple[str, ...]:
+    value = message.get(key, ())
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise Malformed(f"{key} is not a list of text")
+    return tuple(value)
+
+
+@dataclass(frozen=True)
+class RaisedError:
+    """The exception the learner's code raised, as the checker saw it (the learner's text)."""
+
+    type: str
+    message: str
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """The checker's verdict on a code check that ran to the end."""
+
+    status: str = OK
+    passed: bool = False
+    mistakes: tuple[str, ...] = ()
+    feedback: tuple[str, ...] = ()  # the checker's and the service's lines, learner text quoted
+    error: RaisedError | None = None
+
+    @classmethod
+    def from_wire(cls, report: object) -> CheckReport:
+        if not isinstance(report, dict):
+            raise Malformed("the report is not an object")
+        error = report.get("error")
+        if isinstance(error, dict):
+            error = RaisedError(str(error.get("type")), str(error.get("message")),
+                                _number(error, "line", int))
+        elif error is not None:
+            raise Malformed("the report's error is not an object")
+        return cls(_text(report, "status", OK), bool(report.get("passed")),
+                   _texts(report, "mistakes"), _texts(report, "feedback"), error)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """One submission's result, as a client reads it. `report`: only when a check ran to
+    the end; `busy`: the service did not run it (its `stderr` says why)."""
+
+    status: str
+    exit_code: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    elapsed_ms: float = 0.0
+    error: str | None = None  # text the learner's code can write: quote it
+    line: int | None = None  # the learner's line that raised
+    note: str | None = None  # e.g. why a cuda run ran on the CPU
+    device: str | None = None  # where the code ran
+    busy: bool = False
+    report: CheckReport | None = None
+
+    @classmethod
+    def from_wire(cls, message: dict) -> RunResult:
+        """Never raises: a reply of the wrong shape (an older or a hostile service) becomes
+        an error result that says so."""
+        try:
+            status = message.get("status")
+            if status not in STATUSES:
+                raise Malformed(f"unknown status {str(status)[:40]!r}")
+            report = message.get("report")
+            return cls(status, _number(message, "exit_code", int),
+                       _text(message, "stdout", ""), _text(message, "stderr", ""),
+                       float(_number(message, "elapsed_ms", int | float, 0.0)),
+                       _text(message, "error"), _number(message, "line", int),
+                       _text(message, "note"), _text(message, "device"),
+                       message.get("busy") is True,
+                       None if report is None else CheckReport.from_wire(report))
+        except Malformed as exc:
+            return cls(ERROR, error=f"the sandbox sent a result this bot cannot read ({exc})")

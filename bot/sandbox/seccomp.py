@@ -61,7 +61,7 @@ class _ArgCmp(ctypes.Structure):
 
 @functools.cache
 def _library() -> ctypes.CDLL:
-    """Loaded once, in the worker: find_library runs compilers and writes temp files,
+    """Loaded once, in the service: find_library runs compilers and writes temp files,
     which a jailed child can do neither of."""
     name = ctypes.util.find_library("seccomp") or "libseccomp.so.2"
     lib = ctypes.CDLL(name, use_errno=True)

@@ -1,224 +1,346 @@
-"""The sandbox service's connections: JSON lines in, one JSON line out per request.
+"""The sandbox service: takes submissions, runs each in a jailed child, decides the verdict.
 
-`tutor sandbox serve` is shared by every bot process, so no client may cost the others:
-- replies are written with backpressure: a client that stops reading is dropped once its
-  unread replies pass a bound, instead of the service holding them all in memory;
-- connections are capped; at the cap, the connection idle longest (nothing in flight) makes
-  room for a new one, so idle connections cannot lock the bots out;
-- a connection that sends nothing for `idle_s` with nothing in flight is closed;
-- when a connection closes, its queued and running work is cancelled: the children go, and
-  their slots with them.
+Run as `python -m bot.sandbox.service` (JSON lines on stdin/stdout; bot.sandbox.client speaks
+to it) or through `tutor sandbox serve` on a socket. Four kinds of process:
+- this service: holds submissions, never runs learner code and never forks a jailed child;
+  it decides each status (`verdict`);
+- a few checker processes (`checker_pool`): judge code checks (`content.checkers`) under a
+  memory limit and a deadline per verdict;
+- the zygote (`bot.sandbox.zygote`, started by exec with a clean environment): imports
+  torch once and forks jailed children, but never sees a submission;
+- one jailed child per submission; the zygote reaps it and tells this service how it
+  ended. One child is kept ready, so a submission only pays for its run.
+Its clients' connections are in `connections`, its handle on the zygote in `zygote_client`,
+and a child's pipes, as it holds them, in `slot`.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
-import itertools
+import json
 import logging
 import os
+import secrets
+import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Protocol
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
-from bot.sandbox.protocol import decode, encode
+from bot.sandbox import cgroups as cgroup_limits
+from bot.sandbox.admission import Admission, Busy, default_slots
+from bot.sandbox.cgroups import Cgroups
+from bot.sandbox.checker_pool import CheckerPool, JudgeFailed, PoolLimits
+from bot.sandbox.connections import ConnectionLimits, serve_socket, serve_stdio
+from bot.sandbox.protocol import ERROR, OK, Limits, busy, failed, refused
+from bot.sandbox.slot import Slot, send
+from bot.sandbox.verdict import Ending, decide
+from bot.sandbox.zygote_client import ZygoteClient, ZygoteGone
+from content import checkers
+from content.safe_text import code_span
 
-log = logging.getLogger("sandbox.service")
-LINE_LIMIT = 4 * 1024 * 1024
-_anonymous = itertools.count(1)
-
-
-class Server(Protocol):
-    def info(self) -> dict: ...
-    def execute(self, submission: dict, learner: str) -> Awaitable[dict]: ...
-
-
-@dataclass(frozen=True)
-class ConnectionLimits:
-    max_connections: int = 64
-    idle_s: float = 600.0  # nothing sent, nothing in flight: closed (a client reconnects)
-    first_line_s: float = 30.0  # a new connection that never says anything
-    unread_max_bytes: int = 4 * 1024 * 1024  # replies a client has not read yet
-    drain_s: float = 30.0  # how long a reply may wait for the client to read
-    in_flight_max: int = 128  # requests of one connection at once; then it is not read
+log = logging.getLogger("sandbox.worker")
+DISCARD_WAIT_S = 10.0  # how long a stop waits for the zygote to report a killed child
 
 
-def learner_key(request: dict) -> str:
-    """The request's opaque learner key. A request without one (a trusted tool's, or a
-    test's) is a learner of its own: every client we serve can reach the socket only as the
-    operator allows, and the bots always send the key."""
-    learner = request.get("learner")
-    if isinstance(learner, str) and 0 < len(learner) <= 200:
-        return f"learner:{learner}"
-    return f"anonymous:{next(_anonymous)}"
+class SandboxService:
+    """Admits submissions, runs each in a jailed child from the zygote and decides its
+    result; code checks go on to the checker pool."""
 
-
-class Connection:
-    def __init__(self, server: Server, reader: asyncio.StreamReader,
-                 write: Callable[[bytes], Awaitable[None]], limits: ConnectionLimits | None):
-        self.server, self.reader, self.write = server, reader, write
-        self.limits = limits  # None: the one trusted client on stdin/stdout
-        self.tasks: set[asyncio.Task] = set()
-        self.last_active = time.monotonic()
-        self.closed = asyncio.Event()
+    def __init__(self, limits: Limits | None = None, parallel: int | None = None,
+                 cgroups: Cgroups | None = None, allow_unbounded_memory: bool = False,
+                 judges: PoolLimits | None = None):
+        self.limits = limits or Limits()
+        self.cgroups = cgroups
+        self.allow_unbounded_memory = allow_unbounded_memory
+        self.admission = Admission(parallel or default_slots(self.limits.memory_mb))
+        self.gpu_lock = asyncio.Lock()  # one GPU job at a time
+        self.zygote = ZygoteClient(self.limits)
+        self.checkers = CheckerPool(judges)
+        self.ready: Slot | None = None
+        self._refilling: asyncio.Task | None = None
+        # Removing a cgroup waits for the kernel (up to seconds on v2): never on the loop.
+        self._cleanup = ThreadPoolExecutor(2, thread_name_prefix="sandbox-cleanup")
 
     @property
-    def idle(self) -> bool:
-        return not self.tasks
+    def memory_limited(self) -> bool:
+        return self.cgroups is not None
 
-    async def answer(self, request: dict) -> None:
-        if request.get("op") == "info":
-            reply = self.server.info()
-        else:
-            reply = await self.server.execute(request, learner_key(request))
+    def info(self) -> dict:
+        return {"gpu": os.path.exists("/dev/nvidiactl"),
+                "cgroups": self.cgroups.version if self.cgroups else None,
+                "limits": self.cgroups.describe() if self.cgroups else {},
+                "memory_limited": self.memory_limited,
+                "runs_code": self.memory_limited or self.allow_unbounded_memory,
+                "slots": self.admission.slots,
+                "pid": os.getpid(),
+                "zygote_pid": self.zygote.process.pid if self.zygote.process else None}
+
+    async def start(self) -> None:
+        await self.checkers.start()
+        await self.zygote.start()
+        await self._refill()
+
+    # -- children ------------------------------------------------------------------------
+
+    async def _prepare(self, gpu: bool) -> Slot:
+        cgroup = self.cgroups.new() if self.cgroups else None
+        procs = self.cgroups.procs_files(cgroup) if cgroup else []
         try:
-            await self.write(encode({**reply, "id": request.get("id")}))
-        except ConnectionError:  # it left, or stopped reading: nothing more for it
-            self.closed.set()
-            return
-        self.last_active = time.monotonic()
-
-    async def serve(self) -> None:
-        """Answer requests (concurrently) until the client closes, goes quiet, or is
-        evicted; then cancel whatever it still had queued or running."""
-        first = True
-        try:
-            while not self.closed.is_set():
-                if self.limits is not None and len(self.tasks) >= self.limits.in_flight_max:
-                    await asyncio.wait(set(self.tasks), return_when=asyncio.FIRST_COMPLETED)
-                    continue
-                line = await self._next_line(first)
-                if line is None:
-                    break
-                first = False
-                self.last_active = time.monotonic()
-                try:
-                    request = decode(line)
-                except ValueError:
-                    continue
-                task = asyncio.ensure_future(self.answer(request))
-                self.tasks.add(task)
-                task.add_done_callback(self.tasks.discard)
-        finally:
-            self.closed.set()
-            if self.limits is not None:  # the one client on stdin still gets its replies
-                for task in list(self.tasks):
-                    task.cancel()
-            if self.tasks:
-                await asyncio.gather(*self.tasks, return_exceptions=True)
-
-    async def _next_line(self, first: bool) -> bytes | None:
-        while True:
-            timeout = None
-            if self.limits is not None:
-                timeout = self.limits.first_line_s if first else self.limits.idle_s
-            read = asyncio.ensure_future(self.reader.readline())
-            closed = asyncio.ensure_future(self.closed.wait())
             try:
-                done, _ = await asyncio.wait([read, closed], timeout=timeout,
-                                             return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                closed.cancel()
-                if not read.done():
-                    read.cancel()
-            if read in done:
-                try:
-                    line = read.result()
-                except ValueError:  # a line over the stream limit: dropped
-                    continue
-                except ConnectionError:
-                    return None
-                return line or None
-            if self.closed.is_set():
-                return None
-            if self.tasks:  # quiet, but waiting for its replies: not idle
-                continue
-            return None
+                pid, child, fds = await self.zygote.child(gpu, procs)
+            except ZygoteGone:
+                log.error("the sandbox zygote is gone; starting a new one")
+                self.zygote.stop()
+                await self.zygote.start()
+                pid, child, fds = await self.zygote.child(gpu, procs)
+        except BaseException:
+            if cgroup:
+                await self._remove_cgroup(cgroup)
+            raise
+        for fd in fds:
+            os.set_blocking(fd, False)
+        return Slot(pid, child, *fds, cgroup)
 
+    async def _remove_cgroup(self, name: str) -> None:
+        await asyncio.get_running_loop().run_in_executor(self._cleanup, self.cgroups.remove,
+                                                         name)
 
-async def serve_stdio(server: Server) -> None:
-    """One client: the process that started us, on stdin/stdout."""
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=LINE_LIMIT)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    out = sys.stdout.buffer
+    async def _refill(self) -> None:
+        if self.ready is None:
+            try:
+                self.ready = await self._prepare(gpu=False)
+            except Exception:  # noqa: BLE001 - the next submission prepares its own
+                log.exception("could not prepare a sandbox child ahead of time")
 
-    async def write(data: bytes) -> None:
-        out.write(data)
-        out.flush()
+    async def _take_slot(self, gpu: bool) -> Slot:
+        if not gpu and self.ready is None and self._refilling is not None:
+            await asyncio.shield(self._refilling)  # nearly ready: sooner than a new one
+        if not gpu and self.ready is not None:
+            slot, self.ready = self.ready, None
+        else:
+            slot = await self._prepare(gpu)
+        if not gpu and (self._refilling is None or self._refilling.done()):
+            self._refilling = asyncio.ensure_future(self._refill())
+        return slot
 
-    await Connection(server, reader, write, None).serve()
+    async def _discard(self, slot: Slot) -> None:
+        if not self.zygote.exited(slot.child).done():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(slot.pid, signal.SIGKILL)  # not reaped yet: still this child's pid
+            # Bounded: a zygote that no longer reports exits is stopped next, taking its
+            # children with it, and a stop must not wait on it.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self.zygote.exited(slot.child)),
+                                       DISCARD_WAIT_S)
+        self.zygote.forget(slot.child)
+        await self._release(slot)
 
+    async def _release(self, slot: Slot) -> None:
+        for fd in slot.fds():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        if slot.cgroup:
+            await self._remove_cgroup(slot.cgroup)
 
-class Listener:
-    """Accepts clients on a socket and keeps the connection cap."""
+    async def close(self) -> None:
+        """Stop the child kept waiting and the zygote; give back their cgroups."""
+        if self._refilling is not None:
+            self._refilling.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._refilling
+        slot, self.ready = self.ready, None
+        if slot is not None:
+            await self._discard(slot)
+        self.zygote.stop()
+        await self.checkers.close()
+        self._cleanup.shutdown(wait=True)
 
-    def __init__(self, server: Server, limits: ConnectionLimits):
-        self.server, self.limits = server, limits
-        self.connections: set[Connection] = set()
+    # -- running a submission ------------------------------------------------------------
 
-    async def client(self, reader: asyncio.StreamReader,
-                     writer: asyncio.StreamWriter) -> None:
-        if not self._make_room():
-            writer.write(encode({"status": "error", "busy": True,
-                                 "stderr": "the sandbox has too many connections"}))
-            writer.close()
-            return
-        lock = asyncio.Lock()
-
-        async def write(data: bytes) -> None:
-            async with lock:
-                writer.write(data)
-                if writer.transport.get_write_buffer_size() > self.limits.unread_max_bytes:
-                    writer.transport.abort()  # it does not read: it gets nothing more
-                    raise ConnectionError("client stopped reading")
-                try:
-                    await asyncio.wait_for(writer.drain(), self.limits.drain_s)
-                except TimeoutError:
-                    writer.transport.abort()
-                    raise ConnectionError("client stopped reading") from None
-
-        connection = Connection(self.server, reader, write, self.limits)
-        self.connections.add(connection)
+    async def execute(self, submission: dict, learner: str) -> dict:
+        """Exactly one result for every submission, whatever it holds. `learner`: whose it
+        is (`connections.learner_key`), for fair admission."""
         try:
-            await connection.serve()
+            async with self.admission.turn(learner):
+                return await self._execute(submission)
+        except Busy as exc:
+            return busy(str(exc))
+        except Exception:  # noqa: BLE001 - a reply, never silence
+            log.exception("sandbox run failed")
+            return failed("the sandbox failed while running this code")
+
+    async def _execute(self, submission: dict) -> dict:
+        code = submission.get("code")
+        if not isinstance(code, str):
+            return refused("the submission has no code text")
+        if len(code.encode("utf-8", "surrogatepass")) > self.limits.code_max_bytes:
+            return refused(f"the code is larger than {self.limits.code_max_bytes // 1024} KB")
+        if not (self.memory_limited or self.allow_unbounded_memory):
+            return refused("code is not run here: this host gives the sandbox no memory limit "
+                           "(see `tutor sandbox doctor`)")
+        mode = submission.get("mode") or "run"
+        request = {"code": code, "mode": mode, "device": submission.get("device") or "cpu"}
+        checker, salt = None, 0
+        if mode == "check":
+            checker = submission.get("checker")
+            if checker not in checkers.NAMES:
+                return refused(f"no checker named {checker!r}")
+            # Data and weights differ per submission: a record of someone's correct run,
+            # saved and written back by a loop that never trains, matches nothing.
+            salt = secrets.randbelow(2**31 - 1) + 1
+            request.update(observer=checkers.OBSERVERS[checker],
+                           plan=checkers.load(checker).plan(salt))
+        elif mode != "run":
+            return refused(f"unknown mode {mode!r}")
+        gpu = request["device"] == "cuda" and os.path.exists("/dev/nvidiactl")
+        arrived = time.monotonic()
+        async with self.admission.slot():
+            if time.monotonic() - arrived > self.limits.reply_margin_s:
+                # Its client has stopped waiting: running it now would only delay others.
+                return failed("the sandbox was too busy to run this in time; try again")
+            if gpu:
+                async with self.gpu_lock:
+                    result, detail = await self._run(request, gpu=True)
+            else:
+                result, detail = await self._run(request, gpu=False)
+        if checker is not None:
+            result = await self._judged(checker, salt, result, detail)
+        return result
+
+    async def _run(self, request: dict, gpu: bool) -> tuple[dict, dict]:
+        loop = asyncio.get_running_loop()
+        try:
+            slot = await self._take_slot(gpu)
+        except Exception as exc:  # noqa: BLE001
+            return failed(str(exc)), {}
+        started = time.perf_counter()
+        payload = json.dumps(request).encode()
+        exited = self.zygote.exited(slot.child)
+        overflow, report_overflow = asyncio.Event(), asyncio.Event()
+        drains = ((slot.out_r, slot.out, overflow), (slot.err_r, slot.err, overflow),
+                  (slot.result_r, slot.report, report_overflow))
+        for fd, buffer, event in drains:
+            loop.add_reader(fd, slot.drain, fd, buffer, event, self.limits)
+        try:
+            try:
+                done = await self._wait(slot, payload, exited, overflow, report_overflow)
+                if not exited.done():  # (the pid could be reused only after a wrap-around)
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(slot.pid, signal.SIGKILL)
+                wait_status, cpu_s = await asyncio.shield(exited)  # the zygote sets it
+            finally:
+                for fd, _, _ in drains:
+                    loop.remove_reader(fd)
+        except asyncio.CancelledError:
+            # Its connection closed: the child goes now, and its slot with it.
+            await asyncio.shield(self._discard(slot))
+            raise
+        self.zygote.forget(slot.child)
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        for fd, buffer, event in drains:  # what is still in the pipes
+            slot.drain(fd, buffer, event, self.limits, until_empty=True)
+        oom = bool(slot.cgroup) and self.cgroups.oom_killed(slot.cgroup)
+        await self._release(slot)
+        ending = Ending(wait_status, cpu_s, timed_out=not done,
+                        output_overflow=overflow.is_set(),
+                        report_overflow=report_overflow.is_set(), oom_killed=oom,
+                        report=bytes(slot.report))
+        result, detail = decide(ending, self.limits)
+        return {**result, **slot.output(self.limits), "elapsed_ms": round(elapsed_ms, 2)}, detail
+
+    async def _wait(self, slot: Slot, payload: bytes, exited: asyncio.Future,
+                    *overflows: asyncio.Event) -> bool:
+        """Send the submission and wait for the child to end or to overflow; False when
+        the wall-clock limit came first."""
+        sending = asyncio.ensure_future(send(slot.request_w, payload))
+        stops = [asyncio.ensure_future(event.wait()) for event in overflows]
+        try:
+            finished, _ = await asyncio.wait([exited, *stops], timeout=self.limits.wall_s,
+                                             return_when=asyncio.FIRST_COMPLETED)
         finally:
-            self.connections.discard(connection)
-            writer.close()
+            for task in (sending, *stops):
+                task.cancel()
+        return bool(finished)
 
-    def _make_room(self) -> bool:
-        if len(self.connections) < self.limits.max_connections:
-            return True
-        idle = [c for c in self.connections if c.idle and not c.closed.is_set()]
-        if not idle:
-            return False
-        oldest = min(idle, key=lambda c: c.last_active)
-        oldest.closed.set()  # its serve() ends and closes it
-        self.connections.discard(oldest)
-        log.warning("sandbox connection cap (%d) reached: closed the longest idle one",
-                    self.limits.max_connections)
-        return True
+    async def _judged(self, checker: str, salt: int, result: dict, detail: dict) -> dict:
+        """A code check's verdict, decided from the child's observations by a checker
+        process (bounded: a record that cannot be judged in time costs only this verdict)."""
+        observations = detail.get("observations")
+        if result["status"] not in (OK, ERROR):
+            return result
+        if observations is None:
+            if result["status"] == OK:
+                return {**result, "status": ERROR,
+                        "error": "the program ended before the checker could watch it train"}
+            return result
+        try:
+            report = await self.checkers.judge(checker, salt, observations)
+        except JudgeFailed as exc:
+            return {**result, "status": ERROR, "error": str(exc)}
+        if result["status"] != OK and report.get("passed") is not False:
+            error = result.get("error")  # the child's own words: quoted as code
+            report = {**report, "status": ERROR, "passed": False,
+                      "feedback": [code_span(error) if error else "the program failed"]}
+        return {**result, "report": report}
 
 
-async def serve_socket(server: Server, address: str, mode: int = 0o660,
-                       limits: ConnectionLimits | None = None) -> None:
-    """`tutor sandbox serve`: any number of bot processes, on a Unix socket or loopback."""
-    listener = Listener(server, limits or ConnectionLimits())
-    kind, _, where = address.partition(":")
-    if kind == "unix":
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(where)
-        socket_server = await asyncio.start_unix_server(listener.client, where,
-                                                        limit=LINE_LIMIT)
-        os.chmod(where, mode)  # 660: the bot's group may connect; nobody else
-    elif kind == "tcp":
-        host, _, port = where.rpartition(":")
-        socket_server = await asyncio.start_server(listener.client, host, int(port),
-                                                   limit=LINE_LIMIT)
-    else:
-        raise SystemExit(f"--listen takes unix:/path or tcp:host:port, not {address!r}")
-    log.info("sandbox worker listening on %s", address)
-    async with socket_server:
-        await socket_server.serve_forever()
+async def _serve(server: SandboxService, listen: str | None, mode: int,
+                 connections: ConnectionLimits) -> None:
+    # SIGTERM (docker stop, the client's stop) still gives back children and cgroups. It
+    # sets an event rather than cancelling: Python 3.11's wait_for can swallow a
+    # cancellation (a stop during start-up was lost and the service ran on).
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    try:
+        await server.start()
+        service = asyncio.ensure_future(
+            serve_socket(server, listen, mode, connections) if listen
+            else serve_stdio(server))
+        stopped = asyncio.ensure_future(stop.wait())
+        await asyncio.wait([service, stopped], return_when=asyncio.FIRST_COMPLETED)
+        for task in (service, stopped):
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await service  # a service that failed raises here
+    finally:
+        await server.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--limits", type=json.loads, default={},
+                        help="JSON object overriding fields of protocol.Limits")
+    parser.add_argument("--parallel", type=int, default=None,
+                        help="children at once (default: by memory, at least the CPUs)")
+    parser.add_argument("--checkers", type=json.loads, default={},
+                        help="JSON object overriding fields of checker_pool.PoolLimits")
+    parser.add_argument("--connections", type=json.loads, default={},
+                        help="JSON object overriding fields of connections.ConnectionLimits")
+    parser.add_argument("--listen", help="serve on unix:/path or tcp:host:port instead of "
+                                         "stdin/stdout")
+    parser.add_argument("--mode", default="660", help="the Unix socket's permissions (octal)")
+    parser.add_argument("--allow-unbounded-memory", action="store_true",
+                        help="run code even where no cgroup memory limit can be set")
+    parser.add_argument("--cgroup-root", type=Path, default=cgroup_limits.ROOT,
+                        help="where cgroupfs is mounted (tests point it elsewhere)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    limits = Limits(**args.limits)
+    cgroups = Cgroups.create(limits, args.cgroup_root)  # before the zygote: it inherits it
+    allow = args.allow_unbounded_memory
+    if cgroups is None:
+        log.error("no cgroup memory limit (%s): %s", cgroup_limits.last_problem,
+                  "code runs anyway, as SANDBOX_ALLOW_UNBOUNDED_MEMORY asks" if allow else
+                  "code will not be run (see `tutor sandbox doctor`)")
+    server = SandboxService(limits, args.parallel, cgroups, allow, PoolLimits(**args.checkers))
+    with contextlib.suppress(asyncio.CancelledError):
+        asyncio.run(_serve(server, args.listen, int(args.mode, 8),
+                           ConnectionLimits(**args.connections)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,6 +1,6 @@
 """The zygote: imports torch once, then forks jailed children, and never sees a submission.
 
-The sandbox service (bot.sandbox.worker) starts this module with exec and a clean
+The sandbox service (bot.sandbox.service) starts this module with exec and a clean
 environment, and talks to it over a SOCK_SEQPACKET socket (`--control FD`). Each request
 asks for one child: {"id", "gpu": bool, "procs": [cgroup.procs paths]}. The zygote forks
 it, locks it down, and answers {"id", "pid", "child"} with the child's four pipe ends
@@ -48,7 +48,10 @@ def read_exactly(fd: int, size: int) -> bytes:
     return data
 
 
-class Zygote:
+class ChildForker:
+    """Inside the zygote: forks, jails and holds each child until its submission comes, and
+    reaps it when it ends."""
+
     def __init__(self, limits: Limits):
         self.limits = limits
         self.data_now = jail.vm_data_bytes()
@@ -162,21 +165,21 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def serve(zygote: Zygote, control: socket.socket) -> None:
+def serve(forker: ChildForker, control: socket.socket) -> None:
     """Answer child requests and report child exits until the service closes the socket."""
     control.send(json.dumps({"ready": True, "pid": os.getpid()}).encode())
     while True:
-        readable, _, _ = select.select([control, *zygote.children], [], [])
+        readable, _, _ = select.select([control, *forker.children], [], [])
         for fd in readable:
             if fd is not control:
-                control.send(json.dumps(zygote.reap(fd)).encode())
+                control.send(json.dumps(forker.reap(fd)).encode())
                 continue
             message = control.recv(MESSAGE_MAX)
             if not message:
                 return
             request = json.loads(message)
             try:
-                pid, number, fds = zygote.prepare(bool(request.get("gpu")),
+                pid, number, fds = forker.prepare(bool(request.get("gpu")),
                                                   list(request.get("procs", [])))
             except PrepareError as exc:
                 control.send(json.dumps({"id": request.get("id"), "error": str(exc)}).encode())
@@ -221,7 +224,7 @@ def main(argv: list[str] | None = None) -> None:
     control = socket.socket(fileno=args.control)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
-        serve(Zygote(Limits(**args.limits)), control)
+        serve(ChildForker(Limits(**args.limits)), control)
     except (ConnectionError, EOFError):
         pass
 

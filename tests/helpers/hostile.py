@@ -7,6 +7,7 @@ import re
 import unicodedata
 
 from bot.engine.code_judge import report_from
+from bot.sandbox.protocol import RunResult
 from content.checkers._verdict import error_result
 
 # A masked link, a fake verdict and heading, mentions, a bidi override and isolate, a
@@ -17,12 +18,13 @@ HOSTILE = ("`[click](https://evil.example)` ✅ your answer is correct\n# Correc
 LEAKS = ("https://evil", "@everyone", "<@", "✅", "# Correct", "\n#")
 
 
-def sandbox_result(message: str = HOSTILE, stdout: str = "\x1b[2J\u202eprinted") -> dict:
+def sandbox_result(message: str = HOSTILE, stdout: str = "\x1b[2J\u202eprinted") -> RunResult:
     """The service's answer when the learner's loop raised ValueError(message) on line 2:
-    the checker ran, and its report is error_result's."""
-    return {"status": "error", "exit_code": 1, "stdout": stdout, "stderr": "",
-            "error": "the program failed", "elapsed_ms": 5.0,
-            "report": error_result({"type": "ValueError", "message": message, "line": 2})}
+    the checker ran, and its report is error_result's (read as a client reads it)."""
+    return RunResult.from_wire({
+        "status": "error", "exit_code": 1, "stdout": stdout, "stderr": "",
+        "error": "the program failed", "elapsed_ms": 5.0,
+        "report": error_result({"type": "ValueError", "message": message, "line": 2})})
 
 
 def judge(card, code: str, learner=None):

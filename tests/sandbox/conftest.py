@@ -80,9 +80,9 @@ def in_syscall(pid: int, name: str) -> bool:
         return False
 
 
-def sleeping_child(worker_pid: int | None) -> int | None:
+def sleeping_child(service_pid: int | None) -> int | None:
     """A jailed child of the worker that is running a submission's time.sleep()."""
-    if worker_pid is None:
+    if service_pid is None:
         return None
-    return next((pid for pid in jailed_processes(worker_pid)
+    return next((pid for pid in jailed_processes(service_pid)
                  if in_syscall(pid, "clock_nanosleep")), None)

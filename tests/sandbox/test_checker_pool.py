@@ -11,7 +11,7 @@ from bot.sandbox.admission import default_slots
 from bot.sandbox.checker_pool import CheckerPool, JudgeFailed, PoolLimits
 from content.checkers import train_loop
 from content.checkers._observe import observe
-from tests.test_checker_train_loop import REFERENCE
+from tests.helpers.train_loop import REFERENCE
 
 pytestmark = pytest.mark.asyncio(loop_scope="function")
 

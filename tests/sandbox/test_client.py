@@ -21,9 +21,9 @@ async def test_a_learner_has_one_run_in_flight(sandbox):
     with pytest.raises(SandboxBusy, match="still running"):
         await sandbox.run("print(1)", learner="ann")
     other = await sandbox.run("print(1)", learner="bob")  # others are not held up
-    assert other["status"] == OK
-    assert (await first)["status"] == OK
-    assert (await sandbox.run("print(2)", learner="ann"))["stdout"] == "2\n"
+    assert other.status == OK
+    assert (await first).status == OK
+    assert (await sandbox.run("print(2)", learner="ann")).stdout == "2\n"
 
 
 async def test_per_learner_rate_limit_says_when_to_come_back():
@@ -50,14 +50,14 @@ async def test_a_full_queue_refuses_new_runs():
 
 
 async def test_a_dead_worker_is_restarted_and_the_run_is_answered(sandbox):
-    first_worker = sandbox.worker_pid
+    first_worker = sandbox.service_pid
     running = asyncio.create_task(sandbox.run("import time; time.sleep(1); print('done')"))
     await wait_until(lambda: sleeping_child(first_worker), what="the run to start")
     os.kill(first_worker, signal.SIGKILL)
     result = await asyncio.wait_for(running, 120)
-    assert sandbox.worker_pid != first_worker
-    assert (result["status"], result["stdout"]) == (OK, "done\n")  # run again, not lost
-    assert (await sandbox.run("print('next')"))["stdout"] == "next\n"
+    assert sandbox.service_pid != first_worker
+    assert (result.status, result.stdout) == (OK, "done\n")  # run again, not lost
+    assert (await sandbox.run("print('next')")).stdout == "next\n"
 
 
 async def test_a_run_that_kills_the_worker_twice_is_reported_not_retried_forever(sandbox):
@@ -65,10 +65,10 @@ async def test_a_run_that_kills_the_worker_twice_is_reported_not_retried_forever
     killed: set[int] = set()
     for _ in range(2):  # each time the run is under way in a new worker, that worker dies
         worker = await wait_until(
-            lambda: sandbox.worker_pid if sandbox.worker_pid not in killed and sleeping_child(
-                sandbox.worker_pid) else None, what="the run to start in a new worker")
+            lambda: sandbox.service_pid if sandbox.service_pid not in killed and sleeping_child(
+                sandbox.service_pid) else None, what="the run to start in a new worker")
         os.kill(worker, signal.SIGKILL)
         killed.add(worker)
     result = await asyncio.wait_for(running, 120)
-    assert result["status"] == ERROR and "crashed" in result["stderr"]
-    assert (await sandbox.run("print('ok')"))["status"] == OK
+    assert result.status == ERROR and "crashed" in result.stderr
+    assert (await sandbox.run("print('ok')")).status == OK

@@ -30,7 +30,7 @@ async def test_learner_code_gets_the_gpu(gpu_sandbox):
     result = await gpu_sandbox.run(
         "import torch\nx = torch.ones(1024, device=device)\nprint(device, x.sum().item())",
         device="cuda")
-    assert (result["status"], result["stdout"]) == (OK, "cuda 1024.0\n")
+    assert (result.status, result.stdout) == (OK, "cuda 1024.0\n")
 
 
 async def test_gpu_memory_is_capped(gpu_sandbox):
@@ -38,11 +38,11 @@ async def test_gpu_memory_is_capped(gpu_sandbox):
     result = await gpu_sandbox.run(
         "import torch\ntotal = torch.cuda.get_device_properties(0).total_memory\n"
         "x = torch.empty(total // 3, dtype=torch.uint8, device=device)", device="cuda")
-    assert result["status"] == MEMORY
+    assert result.status == MEMORY
 
 
 async def test_the_worker_never_initialised_cuda(gpu_sandbox):
     for _ in range(2):  # a parent with CUDA initialised would break every forked child
         result = await gpu_sandbox.run("import torch\nprint(torch.cuda.is_available())",
                                        device="cuda")
-        assert result["stdout"] == "True\n"
+        assert result.stdout == "True\n"

@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from bot.sandbox.protocol import ERROR, MEMORY, OK, OUTPUT_LIMIT, REFUSED, TIMEOUT
+from bot.sandbox.protocol import ERROR, MEMORY, OK, OUTPUT_LIMIT, REFUSED, TIMEOUT, RunResult
 from tests.helpers.paths import REPO
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -25,13 +25,13 @@ def secret_in_parent_environment():
     os.environ.pop("DISCORD_TOKEN", None)
 
 
-async def run(sandbox, code: str) -> dict:
+async def run(sandbox, code: str) -> RunResult:
     return await sandbox.run(textwrap.dedent(code))
 
 
 async def still_serving(sandbox) -> None:
     result = await run(sandbox, "print('alive')")
-    assert (result["status"], result["stdout"]) == (OK, "alive\n")
+    assert (result.status, result.stdout) == (OK, "alive\n")
 
 
 async def test_environment_holds_no_secret(sandbox):
@@ -40,8 +40,8 @@ async def test_environment_holds_no_secret(sandbox):
         print(sorted(os.environ))
         print(os.environ.get("DISCORD_TOKEN"))
     """)
-    assert result["status"] == OK and SECRET not in result["stdout"]
-    assert result["stdout"].splitlines()[1] == "None"
+    assert result.status == OK and SECRET not in result.stdout
+    assert result.stdout.splitlines()[1] == "None"
 
 
 async def test_proc_1_environ_and_host_processes_are_invisible(sandbox):
@@ -54,13 +54,13 @@ async def test_proc_1_environ_and_host_processes_are_invisible(sandbox):
                 print(path, type(exc).__name__)
         print("pid", os.getpid(), "ppid", os.getppid())
     """)
-    assert SECRET not in result["stdout"]
-    assert "pid 1 ppid 0" in result["stdout"]  # alone in its pid namespace
+    assert SECRET not in result.stdout
+    assert "pid 1 ppid 0" in result.stdout  # alone in its pid namespace
 
 
 async def test_etc_shadow_is_not_there(sandbox):
     result = await run(sandbox, "print(open('/etc/shadow').read())")
-    assert result["status"] == ERROR and "FileNotFoundError" in result["stderr"]
+    assert result.status == ERROR and "FileNotFoundError" in result.stderr
 
 
 async def test_the_database_config_and_repository_are_invisible(sandbox, tmp_path):
@@ -73,9 +73,9 @@ async def test_the_database_config_and_repository_are_invisible(sandbox, tmp_pat
             print(path, os.path.exists(path))
         print(sorted(os.listdir("/")))
     """)
-    assert result["status"] == OK
-    assert " True" not in result["stdout"]
-    assert "learner data" not in result["stdout"]
+    assert result.status == OK
+    assert " True" not in result.stdout
+    assert "learner data" not in result.stdout
 
 
 async def test_writes_outside_the_work_dir_fail(sandbox):
@@ -90,14 +90,14 @@ async def test_writes_outside_the_work_dir_fail(sandbox):
             except OSError as exc:
                 print("refused", path, exc.errno)
     """)
-    assert result["status"] == OK and "WROTE" not in result["stdout"]
-    assert result["stdout"].startswith("/code mine")
+    assert result.status == OK and "WROTE" not in result.stdout
+    assert result.stdout.startswith("/code mine")
 
 
 async def test_files_from_one_run_are_gone_in_the_next(sandbox):
     await run(sandbox, "open('left.txt', 'w').write('x')")
     result = await run(sandbox, "import os; print(os.listdir('.'))")
-    assert result["stdout"] == "[]\n"
+    assert result.stdout == "[]\n"
 
 
 async def test_tcp_and_udp_to_loopback_fail(sandbox):
@@ -122,7 +122,7 @@ async def test_tcp_and_udp_to_loopback_fail(sandbox):
             listener.accept()
     finally:
         listener.close()
-    assert "CONNECTED" not in result["stdout"] and result["stdout"].count("blocked") == 2
+    assert "CONNECTED" not in result.stdout and result.stdout.count("blocked") == 2
 
 
 async def test_outside_addresses_and_dns_fail(sandbox):
@@ -138,7 +138,7 @@ async def test_outside_addresses_and_dns_fail(sandbox):
             except OSError as exc:
                 print("blocked", type(exc).__name__)
     """)
-    assert "REACHED" not in result["stdout"] and result["stdout"].count("blocked") == 4
+    assert "REACHED" not in result.stdout and result.stdout.count("blocked") == 4
 
 
 async def test_fork_bomb_is_contained(sandbox):
@@ -154,8 +154,8 @@ async def test_fork_bomb_is_contained(sandbox):
                 print("fork refused after", children)
                 break
     """)
-    assert result["status"] in (OK, TIMEOUT)
-    assert int(result["stdout"].split()[-1]) < 64
+    assert result.status in (OK, TIMEOUT)
+    assert int(result.stdout.split()[-1]) < 64
     await still_serving(sandbox)
 
 
@@ -170,14 +170,14 @@ async def test_thread_bomb_is_contained(sandbox):
         except RuntimeError:
             print("threads refused after", started)
     """)
-    assert result["status"] in (OK, TIMEOUT, ERROR)
-    assert "threads refused after" in result["stdout"]
+    assert result.status in (OK, TIMEOUT, ERROR)
+    assert "threads refused after" in result.stdout
     await still_serving(sandbox)
 
 
 async def test_list_memory_bomb_is_stopped(sandbox):
     result = await run(sandbox, "blocks = []\nwhile True: blocks.append(bytearray(8 << 20))")
-    assert result["status"] == MEMORY
+    assert result.status == MEMORY
     await still_serving(sandbox)
 
 
@@ -187,30 +187,30 @@ async def test_torch_memory_bomb_is_stopped(sandbox):
         big = torch.empty(4 << 30, dtype=torch.uint8)
         big.fill_(1)
     """)
-    assert result["status"] == MEMORY and "allocate" in result["error"]
+    assert result.status == MEMORY and "allocate" in result.error
     await still_serving(sandbox)
 
 
 async def test_infinite_loop_times_out(sandbox):
     result = await run(sandbox, "while True:\n    pass")
-    assert result["status"] == TIMEOUT and 2900 <= result["elapsed_ms"] < 6000
+    assert result.status == TIMEOUT and 2900 <= result.elapsed_ms < 6000
 
 
 async def test_sleep_forever_times_out(sandbox):
     result = await run(sandbox, "import time\ntime.sleep(10**6)")
-    assert result["status"] == TIMEOUT
+    assert result.status == TIMEOUT
 
 
 async def test_100_mb_of_output_is_cut_off(sandbox):
     result = await run(sandbox, "import sys\nfor _ in range(100):\n"
                                 "    sys.stdout.write('x' * (1 << 20))")
-    assert result["status"] == OUTPUT_LIMIT
-    assert len(result["stdout"]) < 20_000 and "[output truncated" in result["stdout"]
+    assert result.status == OUTPUT_LIMIT
+    assert len(result.stdout) < 20_000 and "[output truncated" in result.stdout
     await still_serving(sandbox)
 
 
 async def test_killing_everything_it_can_see_hurts_only_itself(sandbox):
-    worker = sandbox.worker_pid
+    worker = sandbox.service_pid
     result = await run(sandbox, f"""
         import os, signal
         for pid in (os.getppid(), {worker}, -1):
@@ -220,8 +220,8 @@ async def test_killing_everything_it_can_see_hurts_only_itself(sandbox):
             except OSError as exc:
                 print("refused", pid, exc.errno)
     """)
-    assert sandbox.worker_pid == worker  # the worker was never restarted
-    assert result["status"] in (OK, ERROR)
+    assert sandbox.service_pid == worker  # the worker was never restarted
+    assert result.status in (OK, ERROR)
     await still_serving(sandbox)
 
 
@@ -236,8 +236,8 @@ async def test_ptrace_and_namespaces_are_denied(sandbox):
                            ("chroot", lambda: libc.chroot(b"/tmp"))):
             print(name, call(), ctypes.get_errno())
     """)
-    lines = dict(line.split(" ", 1) for line in result["stdout"].splitlines())
-    assert all(value.startswith("-1 ") for value in lines.values()), result["stdout"]
+    lines = dict(line.split(" ", 1) for line in result.stdout.splitlines())
+    assert all(value.startswith("-1 ") for value in lines.values()), result.stdout
 
 
 async def test_ctypes_cannot_regain_privileges(sandbox):
@@ -249,7 +249,7 @@ async def test_ctypes_cannot_regain_privileges(sandbox):
         print("setuid", libc.setuid(0), "setgid", libc.setgid(0))
         print("chown", libc.chown(b"/usr/bin/env", 0, 0), ctypes.get_errno())
     """)
-    assert "chown -1" in result["stdout"]
+    assert "chown -1" in result.stdout
 
 
 async def test_shell_and_subprocess_stay_inside(sandbox):
@@ -258,7 +258,7 @@ async def test_shell_and_subprocess_stay_inside(sandbox):
         print(subprocess.run(["env"], capture_output=True, text=True).stdout)
         print(os.system("cat /etc/shadow 2>/dev/null || echo no-shadow"))
     """)
-    assert SECRET not in result["stdout"] and "no-shadow" in result["stdout"]
+    assert SECRET not in result.stdout and "no-shadow" in result.stdout
 
 
 async def test_rlimits_cannot_be_raised(sandbox):
@@ -272,46 +272,46 @@ async def test_rlimits_cannot_be_raised(sandbox):
             except (ValueError, OSError) as exc:
                 print("kept", limit, type(exc).__name__)
     """)
-    assert "RAISED" not in result["stdout"] and result["stdout"].count("kept") == 3
+    assert "RAISED" not in result.stdout and result.stdout.count("kept") == 3
 
 
 async def test_huge_source_is_refused(sandbox):
     result = await sandbox.run("x = 1\n" * 20_000)
-    assert result["status"] == REFUSED and "larger than 64 KB" in result["stderr"]
+    assert result.status == REFUSED and "larger than 64 KB" in result.stderr
 
 
 async def test_not_python_is_refused_with_its_line(sandbox):
     result = await sandbox.run("print('ok')\ndef broken(:\n")
-    assert result["status"] == REFUSED and result["line"] == 2
+    assert result.status == REFUSED and result.line == 2
     nul = await sandbox.run("print(1)\x00")
-    assert nul["status"] == REFUSED
+    assert nul.status == REFUSED
 
 
 async def test_sys_exit_is_an_exit_code_not_a_crash(sandbox):
-    assert (await sandbox.run("import sys; sys.exit(3)"))["exit_code"] == 3
-    assert (await sandbox.run("raise SystemExit"))["status"] == OK
+    assert (await sandbox.run("import sys; sys.exit(3)")).exit_code == 3
+    assert (await sandbox.run("raise SystemExit")).status == OK
     await still_serving(sandbox)
 
 
 async def test_recursion_bomb_is_an_error_with_the_learners_line(sandbox):
     result = await sandbox.run("def f(n):\n    return f(n + 1)\n\nf(0)\n")
-    assert result["status"] == ERROR and "RecursionError" in result["stderr"]
-    assert 'File "<your code>", line 2, in f' in result["stderr"]
-    assert "harness" not in result["stderr"] and "bot/sandbox" not in result["stderr"]
+    assert result.status == ERROR and "RecursionError" in result.stderr
+    assert 'File "<your code>", line 2, in f' in result.stderr
+    assert "harness" not in result.stderr and "bot/sandbox" not in result.stderr
 
 
 async def test_tracebacks_show_only_the_learners_frames(sandbox):
     result = await sandbox.run("x = 1\ny = undefined_name + x\n")
-    assert result["status"] == ERROR and result["line"] == 2
-    assert result["stderr"].splitlines()[-1] == "NameError: name 'undefined_name' is not defined"
-    assert "worker.py" not in result["stderr"]
+    assert result.status == ERROR and result.line == 2
+    assert result.stderr.splitlines()[-1] == "NameError: name 'undefined_name' is not defined"
+    assert "worker.py" not in result.stderr
 
 
 async def test_os_exit_and_crashes_are_reported(sandbox):
     result = await sandbox.run("import os; os._exit(7)")
-    assert result["status"] == ERROR and result["exit_code"] == 7
+    assert result.status == ERROR and result.exit_code == 7
     crash = await sandbox.run("import ctypes; ctypes.string_at(0)")
-    assert crash["status"] == ERROR and crash["exit_code"] == -11
+    assert crash.status == ERROR and crash.exit_code == -11
     await still_serving(sandbox)
 
 
@@ -319,5 +319,5 @@ async def test_others_are_served_while_a_bad_program_runs(sandbox):
     slow = asyncio.create_task(sandbox.run("while True: pass"))
     await asyncio.sleep(0.2)
     quick = await sandbox.run("print('quick')")
-    assert quick["stdout"] == "quick\n" and not slow.done()
-    assert (await slow)["status"] == TIMEOUT
+    assert quick.stdout == "quick\n" and not slow.done()
+    assert (await slow).status == TIMEOUT

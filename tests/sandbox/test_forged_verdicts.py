@@ -15,7 +15,7 @@ import textwrap
 import pytest
 
 from bot.engine.code_judge import report_from
-from bot.sandbox.protocol import ERROR, OK
+from bot.sandbox.protocol import ERROR, OK, RunResult
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -93,13 +93,13 @@ def program(*parts: str) -> str:
     return "\n".join(textwrap.dedent(part) for part in parts)
 
 
-async def check(sandbox, code: str) -> dict:
+async def check(sandbox, code: str) -> RunResult:
     return await sandbox.run(textwrap.dedent(code), mode="check", checker="train_loop")
 
 
 async def still_serving(sandbox) -> None:
     result = await sandbox.run("print('alive')")
-    assert (result["status"], result["stdout"]) == (OK, "alive\n")
+    assert (result.status, result.stdout) == (OK, "alive\n")
 
 
 async def not_passed(sandbox, forms: dict[str, str]) -> None:
@@ -108,13 +108,13 @@ async def not_passed(sandbox, forms: dict[str, str]) -> None:
         result = await check(sandbox, code)
         await still_serving(sandbox)
         assert report_from(result).passed is False, (form, result)
-        assert not (result.get("report") or {}).get("passed"), (form, result)
+        assert not (result.report and result.report.passed), (form, result)
 
 
 async def test_the_wrong_loop_alone_fails(sandbox):
     """Control: without any forgery the wrong loop used below is judged wrong."""
     result = await check(sandbox, WRONG_LOOP)
-    assert result["status"] == OK and result["report"]["mistakes"] == ["no_loss_scaling"]
+    assert result.status == OK and result.report.mistakes == ("no_loss_scaling",)
     assert report_from(result).passed is False
 
 
@@ -355,7 +355,7 @@ async def test_a_forged_ok_report_does_not_make_a_failing_run_ok(sandbox, ending
                     + last_line + "\n")
             result = await sandbox.run(code)
             await still_serving(sandbox)
-            assert result["status"] == ERROR, (form, close, result)
+            assert result.status == ERROR, (form, close, result)
             if exit_code is not None:
-                assert result["exit_code"] == exit_code, (form, close, result)
+                assert result.exit_code == exit_code, (form, close, result)
             assert report_from(result).passed is False

@@ -26,7 +26,7 @@ import pytest
 import pytest_asyncio
 
 from bot.sandbox.client import SandboxClient
-from bot.sandbox.protocol import OK, Limits
+from bot.sandbox.protocol import OK, Limits, RunResult
 from tests.helpers.paths import REPO
 from tests.sandbox.conftest import sleeping_child, wait_until
 
@@ -61,7 +61,7 @@ async def served(tmp_path_factory):
         service.wait(30)
 
 
-async def while_held(served, code: str, measure) -> tuple[dict, object]:
+async def while_held(served, code: str, measure) -> tuple[RunResult, object]:
     """Run `code` + HOLD; once it sleeps, `measure()` on the host, then end it."""
     client, service_pid = served
     run = asyncio.ensure_future(client.run(textwrap.dedent(code) + HOLD))
@@ -74,7 +74,7 @@ async def while_held(served, code: str, measure) -> tuple[dict, object]:
     finally:
         os.kill(pid, signal.SIGUSR1)
     result = await run
-    assert result["status"] == OK, result
+    assert result.status == OK, result
     return result, measured
 
 
@@ -121,9 +121,9 @@ async def test_inotify_in_the_sandbox_leaves_host_root_its_instances(served):
     if inotify_instances() < 8:
         pytest.skip("host root has no inotify instances to spare before the test")
     result, during = await while_held(served, INOTIFY, inotify_instances)
-    assert during == 8, result["stdout"]
-    lines = result["stdout"].splitlines()
-    assert lines[:4] == [f"0 {errno.EPERM}"] * 4, result["stdout"]
+    assert during == 8, result.stdout
+    lines = result.stdout.splitlines()
+    assert lines[:4] == [f"0 {errno.EPERM}"] * 4, result.stdout
     assert lines[4] == f"watch -1 {errno.EPERM}"
 
 
@@ -167,9 +167,9 @@ async def test_queued_signals_in_the_sandbox_leave_host_root_its_quota(served):
     if queue_signals() < 1000:
         pytest.skip("host root cannot queue 1000 signals before the test")
     result, during = await while_held(served, SIGNALS, queue_signals)
-    assert during == 1000, result["stdout"]
-    _, queued, error = result["stdout"].split()
-    assert int(queued) <= 1024 and error == str(errno.EAGAIN), result["stdout"]
+    assert during == 1000, result.stdout
+    _, queued, error = result.stdout.split()
+    assert int(queued) <= 1024 and error == str(errno.EAGAIN), result.stdout
 
 
 # -- sync --------------------------------------------------------------------------------
@@ -226,7 +226,7 @@ async def test_sync_in_the_sandbox_does_not_slow_host_commits(served, tmp_path):
         lambda: fsync_p99_ms(tmp_path / "during"))
     # Generous: unfiltered, a sync loop took a host's p99 from under 35 ms to over 330.
     assert during <= 4 * baseline + 50, (baseline, during)
-    seen = dict(line.split(" ", 1) for line in result["stdout"].splitlines())
+    seen = dict(line.split(" ", 1) for line in result.stdout.splitlines())
     assert seen["sync"] == seen["syncfs"] == f"-1 {errno.EPERM}", seen
     assert all(seen[name] == "0 0" for name in ("fsync", "fdatasync", "sync_file_range",
                                                 "fadvise")), seen

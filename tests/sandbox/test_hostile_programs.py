@@ -61,6 +61,7 @@ stdout/stderr, the inherited result pipe, blocked SIGTERM/SIGALRM.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import textwrap
 import time
@@ -70,7 +71,7 @@ from pathlib import Path
 import pytest
 
 from bot.engine.code_judge import report_from
-from bot.sandbox.protocol import ERROR, MEMORY, OK, OUTPUT_LIMIT, TIMEOUT
+from bot.sandbox.protocol import ERROR, MEMORY, OK, OUTPUT_LIMIT, TIMEOUT, RunResult
 from tests.helpers.paths import REPO
 from tests.sandbox.conftest import TEST_LIMITS
 
@@ -81,18 +82,19 @@ PIDS_CGROUPS = Path("/sys/fs/cgroup/pids/tutor-sandbox")
 MB = 1 << 20
 
 
-async def run(sandbox, code: str, **kwargs) -> dict:
+async def run(sandbox, code: str, **kwargs) -> RunResult:
     return await sandbox.run(textwrap.dedent(code), **kwargs)
 
 
 async def still_serving(sandbox) -> None:
     result = await run(sandbox, "print('alive')")
-    assert (result["status"], result["stdout"]) == (OK, "alive\n")
+    assert (result.status, result.stdout) == (OK, "alive\n")
 
 
-def utf8_clean(reply: dict) -> None:
+def utf8_clean(reply: RunResult) -> None:
     """The reply must be JSON text that is also valid UTF-8 (it goes on to Discord)."""
-    json.dumps(reply, ensure_ascii=False).encode("utf-8")  # raises on a lone surrogate
+    text = json.dumps(dataclasses.asdict(reply), ensure_ascii=False)
+    text.encode("utf-8")  # raises on a lone surrogate
 
 
 # -- the host's view of sandbox processes ----------------------------------------------------
@@ -113,7 +115,7 @@ def _ppid(pid: str) -> int | None:
         return None
 
 
-def sandbox_processes(worker_pid: int) -> list[dict]:
+def sandbox_processes(service_pid: int) -> list[dict]:
     """Host processes running as `nobody`, except those of another worker's sandboxes
     (another engineer's worker may run on this host at the same time)."""
     found = []
@@ -129,7 +131,7 @@ def sandbox_processes(worker_pid: int) -> list[dict]:
             continue
         groups = [line.rsplit("/", 1)[-1] for line in cgroups.splitlines()
                   if "tutor-sandbox/" in line]
-        if groups and all(not g.startswith(f"{worker_pid}-") for g in groups):
+        if groups and all(not g.startswith(f"{service_pid}-") for g in groups):
             continue  # another worker's
         found.append({"pid": int(entry.name), "ppid": int(status["PPid"]),
                       "nspid": status.get("NSpid", "").split(), "state": status["State"],
@@ -137,23 +139,23 @@ def sandbox_processes(worker_pid: int) -> list[dict]:
     return found
 
 
-def leftovers(worker_pid: int) -> list[dict]:
+def leftovers(service_pid: int) -> list[dict]:
     """Everything of ours except the one child kept jailed and waiting for the next run:
     pid 1 of its own namespace, a child of the worker's zygote."""
-    processes = sandbox_processes(worker_pid)
+    processes = sandbox_processes(service_pid)
     zygotes = {int(e.name) for e in Path("/proc").iterdir() if e.name.isdigit()
-               and _ppid(e.name) == worker_pid}
+               and _ppid(e.name) == service_pid}
     waiting = [p for p in processes if p["ppid"] in zygotes and p["nspid"][-1:] == ["1"]]
     rest = [p for p in processes if p not in waiting[:1]]
     kept = {g for p in waiting[:1] for g in p["groups"]}
-    groups = sorted(g.name for g in PIDS_CGROUPS.glob(f"{worker_pid}-*") if g.name not in kept)
+    groups = sorted(g.name for g in PIDS_CGROUPS.glob(f"{service_pid}-*") if g.name not in kept)
     return rest + [{"cgroup": g} for g in groups]
 
 
 async def nothing_left(sandbox, within_s: float = 5.0) -> None:
     """Poll (bounded) until no process or cgroup of a finished run remains on the host."""
     deadline = time.monotonic() + within_s
-    while left := leftovers(sandbox.worker_pid):
+    while left := leftovers(sandbox.service_pid):
         if time.monotonic() > deadline:
             pytest.fail(f"left behind on the host after the run: {left}")
         await asyncio.sleep(0.05)
@@ -187,8 +189,8 @@ async def test_file_larger_than_the_file_size_limit_fails(sandbox):
         except OSError as exc:
             print("seek", exc.errno)
     """)
-    assert result["status"] == OK, result
-    lines = result["stdout"].splitlines()
+    assert result.status == OK, result
+    lines = result.stdout.splitlines()
     assert lines[0] == f"write 27 {TEST_LIMITS.file_mb * MB}"  # EFBIG, at the limit exactly
     assert lines[1:] == ["truncate 27", "truncate 27", "seek 27"]
     assert not any(Path(d, marker).exists() for d in ("/tmp", "/mnt", "/srv", REPO, "/"))
@@ -210,8 +212,8 @@ async def test_filling_the_work_dir_stops_at_its_size(sandbox):
         vfs = os.statvfs("/code")
         print("size", vfs.f_blocks * vfs.f_frsize)
     """)
-    assert result["status"] == OK, result
-    stopped, size = result["stdout"].splitlines()
+    assert result.status == OK, result
+    stopped, size = result.stdout.splitlines()
     errno_, written = map(int, stopped.split()[1:])
     assert errno_ == 28 and written <= TEST_LIMITS.tmpfs_mb  # ENOSPC at the tmpfs cap
     assert size == f"size {TEST_LIMITS.tmpfs_mb * MB}"
@@ -239,11 +241,11 @@ async def test_litter_in_the_work_dir_is_never_read_back(sandbox):
         os.mkfifo("fifo")
         print("littered")
     """)
-    assert (result["status"], result["stdout"]) == (OK, "littered\n")
-    assert result["elapsed_ms"] < 2000
+    assert (result.status, result.stdout) == (OK, "littered\n")
+    assert result.elapsed_ms < 2000
     after = await run(sandbox, "import os; print(os.listdir('.'), os.listdir('/tmp'))")
     # /tmp is the runtime's own where this checkout lives under it (a CI clone, say)
-    assert after["stdout"] == before["stdout"] and after["stdout"].startswith("[] ")
+    assert after.stdout == before.stdout and after.stdout.startswith("[] ")
 
 
 async def test_tmp_and_shm_leave_nothing_behind(sandbox):
@@ -261,9 +263,9 @@ async def test_tmp_and_shm_leave_nothing_behind(sandbox):
                 print("refused", directory, type(exc).__name__)
     """
     first, second = await run(sandbox, code), await run(sandbox, code)
-    assert first["status"] == second["status"] == OK
-    assert "PERSISTED" not in first["stdout"] + second["stdout"]
-    assert first["stdout"] == second["stdout"]
+    assert first.status == second.status == OK
+    assert "PERSISTED" not in first.stdout + second.stdout
+    assert first.stdout == second.stdout
     host = [Path(d, marker) for d in ("/tmp", "/dev/shm", "/var/tmp", "/run/lock", "/code")]
     assert not [p for p in host if p.exists()]
     await still_serving(sandbox)
@@ -298,8 +300,8 @@ async def test_symlinks_and_hard_links_reach_nothing_outside(sandbox, tmp_path):
             except OSError as exc:
                 print("nolink", exc.errno)
     """)
-    out = result["stdout"]
-    assert result["status"] == OK, result
+    out = result.stdout
+    assert result.status == OK, result
     assert "READ" not in out and "WROTE" not in out and "LINKED" not in out
     assert "host-only-secret" not in out
     assert not (tmp_path / "evil.py").exists() and secret.read_text() == "host-only-secret"
@@ -307,7 +309,7 @@ async def test_symlinks_and_hard_links_reach_nothing_outside(sandbox, tmp_path):
 
 
 async def test_proc_and_sys_of_the_worker_are_out_of_reach(sandbox):
-    worker = sandbox.worker_pid
+    worker = sandbox.service_pid
     result = await run(sandbox, f"""
         import os
         for path in ("/proc/self/mem", "/proc/1/mem", "/proc/{worker}/mem",
@@ -321,9 +323,9 @@ async def test_proc_and_sys_of_the_worker_are_out_of_reach(sandbox):
                 print("absent", path, type(exc).__name__)
         print("proc holds", os.listdir("/proc") if os.path.isdir("/proc") else None)
     """)
-    assert result["status"] == OK, result
-    assert "OPENED" not in result["stdout"]
-    assert "proc holds []" in result["stdout"] or "proc holds None" in result["stdout"]
+    assert result.status == OK, result
+    assert "OPENED" not in result.stdout
+    assert "proc holds []" in result.stdout or "proc holds None" in result.stdout
     await still_serving(sandbox)
 
 
@@ -348,8 +350,8 @@ async def test_many_open_files_meet_the_descriptor_limit(sandbox):
         except OSError as exc:
             print("nodup", exc.errno)
     """)
-    assert result["status"] == OK, result
-    stopped, kept, nodup = result["stdout"].splitlines()
+    assert result.status == OK, result
+    stopped, kept, nodup = result.stdout.splitlines()
     assert stopped.split()[1] == "24" and int(stopped.split()[2]) < 64  # EMFILE
     assert kept.startswith("kept") and nodup == "nodup 9"  # EBADF: above RLIMIT_NOFILE
     await still_serving(sandbox)
@@ -360,7 +362,7 @@ async def test_many_open_files_meet_the_descriptor_limit(sandbox):
 
 async def test_one_allocation_above_the_limit_is_memory(sandbox):
     result = await run(sandbox, f"x = ' ' * {TEST_LIMITS.memory_mb * MB + 1000}\nprint('HELD')")
-    assert result["status"] == MEMORY and "HELD" not in result["stdout"]
+    assert result.status == MEMORY and "HELD" not in result.stdout
     await still_serving(sandbox)
 
 
@@ -382,8 +384,8 @@ async def test_memory_limit_covers_all_processes_of_a_run(sandbox):
         codes = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children]
         print("codes", *codes)
     """)
-    assert result["status"] == MEMORY, result
-    assert "codes 0 0 0" not in result["stdout"]
+    assert result.status == MEMORY, result
+    assert "codes 0 0 0" not in result.stdout
     await nothing_left(sandbox)
     await still_serving(sandbox)
 
@@ -393,7 +395,7 @@ async def test_each_run_has_its_own_memory_limit(sandbox):
     share = min(TEST_LIMITS.data_mb, TEST_LIMITS.memory_mb) - 64
     code = f"block = b'x' * ({share} << 20)\nprint('held', len(block) >> 20)"
     results = await asyncio.gather(*(run(sandbox, code) for _ in range(3)))
-    assert [(r["status"], r["stdout"]) for r in results] == [(OK, f"held {share}\n")] * 3
+    assert [(r.status, r.stdout) for r in results] == [(OK, f"held {share}\n")] * 3
 
 
 async def test_memfd_is_held_to_the_file_and_memory_limits(sandbox):
@@ -415,10 +417,10 @@ async def test_memfd_is_held_to_the_file_and_memory_limits(sandbox):
             print("held", len(held) * 8, flush=True)
         print("HELD ALL")
     """)
-    assert result["status"] == MEMORY, result
-    assert result["stdout"].startswith("truncate 27\n")  # EFBIG: RLIMIT_FSIZE
-    assert "HELD ALL" not in result["stdout"]
-    held = int(result["stdout"].splitlines()[-1].split()[1])
+    assert result.status == MEMORY, result
+    assert result.stdout.startswith("truncate 27\n")  # EFBIG: RLIMIT_FSIZE
+    assert "HELD ALL" not in result.stdout
+    held = int(result.stdout.splitlines()[-1].split()[1])
     assert held <= TEST_LIMITS.memory_mb
     await still_serving(sandbox)
 
@@ -434,8 +436,8 @@ async def test_shared_anonymous_mapping_touched_page_by_page_is_memory(sandbox):
             m[offset] = 1
         print("TOUCHED 2 GiB")
     """)
-    assert result["status"] == MEMORY, result
-    assert "TOUCHED" not in result["stdout"]
+    assert result.status == MEMORY, result
+    assert "TOUCHED" not in result.stdout
     await still_serving(sandbox)
 
 
@@ -452,8 +454,8 @@ async def test_shared_memory_segments_stay_inside(sandbox):
             except OSError as exc:
                 print("refused", size, type(exc).__name__)
     """)
-    assert result["status"] == OK, result
-    assert "CREATED" not in result["stdout"]
+    assert result.status == OK, result
+    assert "CREATED" not in result.stdout
     assert not Path("/dev/shm", name).exists()
     await still_serving(sandbox)
 
@@ -473,8 +475,8 @@ async def test_subprocess_bomb_meets_the_pid_limit(sandbox):
             print("refused", type(exc).__name__, exc.strerror)
         print("started", len(started))
     """)
-    assert result["status"] == OK, result
-    refused, started = result["stdout"].splitlines()
+    assert result.status == OK, result
+    refused, started = result.stdout.splitlines()
     assert refused == "refused BlockingIOError Resource temporarily unavailable"
     assert int(started.split()[1]) < TEST_LIMITS.pids
     await nothing_left(sandbox)
@@ -490,7 +492,7 @@ async def test_exponential_fork_bomb_times_out_and_leaves_nothing(sandbox):
             except OSError:
                 pass
     """)
-    assert result["status"] == TIMEOUT, result
+    assert result.status == TIMEOUT, result
     await nothing_left(sandbox)
     await still_serving(sandbox)
 
@@ -515,7 +517,7 @@ async def test_setsid_double_fork_daemons_do_not_survive(sandbox):
             os.read(ready_r, 1)
         print("daemons ready", flush=True)
     """)
-    assert (result["status"], result["stdout"]) == (OK, "daemons ready\n")
+    assert (result.status, result.stdout) == (OK, "daemons ready\n")
     await nothing_left(sandbox)
     await still_serving(sandbox)
 
@@ -536,11 +538,11 @@ async def test_daemons_of_a_timed_out_run_do_not_survive(sandbox):
         time.sleep(60)
     """))
     deadline = time.monotonic() + TEST_LIMITS.wall_s
-    while not any(p.get("nspid", ["1"])[-1] != "1" for p in leftovers(sandbox.worker_pid)):
+    while not any(p.get("nspid", ["1"])[-1] != "1" for p in leftovers(sandbox.service_pid)):
         assert time.monotonic() < deadline and not running.done(), "daemon never seen"
         await asyncio.sleep(0.02)
     result = await running
-    assert result["status"] == TIMEOUT and result["stdout"] == "waiting\n"
+    assert result.status == TIMEOUT and result.stdout == "waiting\n"
     await nothing_left(sandbox)
     await still_serving(sandbox)
 
@@ -548,7 +550,7 @@ async def test_daemons_of_a_timed_out_run_do_not_survive(sandbox):
 async def test_signals_to_pid_1_hurt_only_the_run(sandbox):
     """SIGKILL from inside its namespace cannot kill pid 1; whatever the other signals do
     (the child inherits the worker's Python handlers), they end at most this run."""
-    worker = sandbox.worker_pid
+    worker = sandbox.service_pid
     result = await run(sandbox, """
         import os, signal
         print("i am", os.getpid(), flush=True)
@@ -568,9 +570,9 @@ async def test_signals_to_pid_1_hurt_only_the_run(sandbox):
         os.write(go_w, b"g")
         os.waitpid(child, 0)
     """)
-    assert result["stdout"].startswith("i am 1\nsurvived SIGKILL\n"), result
-    assert result["status"] in (OK, ERROR)
-    assert sandbox.worker_pid == worker
+    assert result.stdout.startswith("i am 1\nsurvived SIGKILL\n"), result
+    assert result.status in (OK, ERROR)
+    assert sandbox.service_pid == worker
     await nothing_left(sandbox)
     await still_serving(sandbox)
 
@@ -590,16 +592,16 @@ async def test_blocked_sigterm_and_sigalrm_still_time_out(sandbox):
         time.sleep(60)
         print("WOKE")
     """)
-    assert result["status"] == TIMEOUT and result["stdout"] == "deaf\n"
-    assert result["elapsed_ms"] < TEST_LIMITS.wall_s * 1000 + 2000
+    assert result.status == TIMEOUT and result.stdout == "deaf\n"
+    assert result.elapsed_ms < TEST_LIMITS.wall_s * 1000 + 2000
     await still_serving(sandbox)
 
 
 async def test_a_long_c_level_call_times_out(sandbox):
     """Catastrophic regex backtracking: one C call that never checks for signals."""
     result = await run(sandbox, "import re\nre.match(r'(a*)*b', 'a' * 64)\nprint('MATCHED')")
-    assert result["status"] == TIMEOUT and "MATCHED" not in result["stdout"]
-    assert result["elapsed_ms"] < TEST_LIMITS.wall_s * 1000 + 2000
+    assert result.status == TIMEOUT and "MATCHED" not in result.stdout
+    assert result.elapsed_ms < TEST_LIMITS.wall_s * 1000 + 2000
     await still_serving(sandbox)
 
 
@@ -608,9 +610,9 @@ async def test_a_long_c_level_call_times_out(sandbox):
 
 async def test_endless_small_prints_meet_the_output_limit(sandbox):
     result = await run(sandbox, "while True:\n    print('abcdefghij')")
-    assert result["status"] == OUTPUT_LIMIT, result
-    assert len(result["stdout"]) < TEST_LIMITS.output_keep_bytes + 200
-    assert result["elapsed_ms"] < TEST_LIMITS.wall_s * 1000  # stopped before the wall limit
+    assert result.status == OUTPUT_LIMIT, result
+    assert len(result.stdout) < TEST_LIMITS.output_keep_bytes + 200
+    assert result.elapsed_ms < TEST_LIMITS.wall_s * 1000  # stopped before the wall limit
     await still_serving(sandbox)
 
 
@@ -627,11 +629,11 @@ async def test_invalid_utf8_and_lone_surrogates_in_output(sandbox):
         sys.stderr.flush()
         print(chr(0xDFFF), file=sys.stderr)
     """)
-    assert result["status"] == OK, result
+    assert result.status == OK, result
     utf8_clean(result)
-    assert result["stdout"].startswith("raw \ufffd\ufffd \ufffd( end\n")
-    assert "escaped" in result["stdout"] and "passed" in result["stdout"]
-    assert result["stderr"].startswith("err ")
+    assert result.stdout.startswith("raw \ufffd\ufffd \ufffd( end\n")
+    assert "escaped" in result.stdout and "passed" in result.stdout
+    assert result.stderr.startswith("err ")
     await still_serving(sandbox)
 
 
@@ -644,9 +646,9 @@ async def test_an_execed_python_writing_surrogates(sandbox):
         os.execve(sys.executable, [sys.executable, "-c", "print(chr(0xDBFF), 'execed')"], env)
     """)
     # exec replaced the harness; the status is the exec'd program's own exit status
-    assert (result["status"], result["exit_code"]) == (OK, 0), result
+    assert (result.status, result.exit_code) == (OK, 0), result
     utf8_clean(result)
-    assert "\ufffd" in result["stdout"]
+    assert "\ufffd" in result.stdout
     await still_serving(sandbox)
 
 
@@ -658,8 +660,8 @@ async def test_nul_bytes_in_output(sandbox):
         os.write(1, b"\\0" * 3 + b"\\n")
         print("\\0err", file=sys.stderr)
     """)
-    assert result["status"] == OK, result
-    assert result["stdout"] == "a\x00b\n\x00\x00\x00\n" and result["stderr"] == "\x00err\n"
+    assert result.status == OK, result
+    assert result.stdout == "a\x00b\n\x00\x00\x00\n" and result.stderr == "\x00err\n"
     utf8_clean(result)
     await still_serving(sandbox)
 
@@ -672,7 +674,7 @@ async def test_closed_or_replaced_stdout_and_stderr(sandbox):
         print("into the void")
         raise ValueError("nobody hears this")
     """)
-    assert closed["status"] in (OK, ERROR) and closed["stdout"] == ""
+    assert closed.status in (OK, ERROR) and closed.stdout == ""
     replaced = await run(sandbox, """
         import os, sys
         print("before", flush=True)
@@ -682,13 +684,13 @@ async def test_closed_or_replaced_stdout_and_stderr(sandbox):
         print("lost")
         print("lost too", file=sys.stderr)
     """)
-    assert (replaced["status"], replaced["stdout"], replaced["stderr"]) == (OK, "before\n", "")
+    assert (replaced.status, replaced.stdout, replaced.stderr) == (OK, "before\n", "")
     swapped = await run(sandbox, """
         import os
         os.dup2(2, 1)
         print("to stderr")
     """)
-    assert (swapped["status"], swapped["stdout"], swapped["stderr"]) == (OK, "", "to stderr\n")
+    assert (swapped.status, swapped.stdout, swapped.stderr) == (OK, "", "to stderr\n")
     await still_serving(sandbox)
 
 
@@ -715,7 +717,7 @@ async def test_garbage_in_the_inherited_result_pipe_still_gets_an_answer(sandbox
         result = await asyncio.wait_for(run(sandbox, code), TEST_LIMITS.wall_s + 1.5)
     finally:
         await still_serving(sandbox)
-    assert result["status"] == ERROR and "report channel" in result["error"], result
+    assert result.status == ERROR and "report channel" in result.error, result
 
 
 async def test_a_forged_verdict_in_the_result_pipe_is_not_believed(sandbox):
@@ -729,11 +731,11 @@ async def test_a_forged_verdict_in_the_result_pipe_is_not_believed(sandbox):
     """
     result = await run(sandbox, code)
     await still_serving(sandbox)
-    assert "report" not in result and not report_from(result).passed
+    assert result.report is None and not report_from(result).passed
 
 
 async def test_an_exception_message_with_a_lone_surrogate(sandbox):
     result = await run(sandbox, "raise ValueError('bad ' + chr(0xDCE6))")
-    assert result["status"] == ERROR
+    assert result.status == ERROR
     await still_serving(sandbox)
     utf8_clean(result)

@@ -19,7 +19,7 @@ def ask_worker(tmp_path, *flags: str) -> list[dict]:
     """An info request and one run, to a worker that finds no cgroupfs where it looks."""
     requests = [{"op": "info", "id": 1}, {"id": 2, "code": "print('ran')"}]
     done = subprocess.run(
-        [sys.executable, "-m", "bot.sandbox.worker", "--cgroup-root", str(tmp_path), *flags],
+        [sys.executable, "-m", "bot.sandbox.service", "--cgroup-root", str(tmp_path), *flags],
         input="".join(json.dumps(r) + "\n" for r in requests), capture_output=True,
         text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=180)
     replies = {reply["id"]: reply for reply in map(json.loads, done.stdout.splitlines())}

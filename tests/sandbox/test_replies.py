@@ -10,16 +10,16 @@ import textwrap
 import pytest
 
 from bot.sandbox.client import SandboxBusy, SandboxClient
-from bot.sandbox.protocol import ERROR, OK, TIMEOUT, Limits
+from bot.sandbox.protocol import ERROR, OK, TIMEOUT, Limits, RunResult
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-async def answered_then_free(sandbox, learner: str, code: str) -> dict:
+async def answered_then_free(sandbox, learner: str, code: str) -> RunResult:
     """Run `code` for `learner`; then the same learner must be admitted and served again."""
     result = await asyncio.wait_for(sandbox.run(textwrap.dedent(code), learner=learner), 60)
     again = await sandbox.run("print('again')", learner=learner)
-    assert (again["status"], again["stdout"]) == (OK, "again\n")
+    assert (again.status, again.stdout) == (OK, "again\n")
     return result
 
 
@@ -31,8 +31,8 @@ async def test_fork_without_exec_gives_one_reply(sandbox):
         if pid:
             os.waitpid(pid, 0)
     """)
-    assert result["status"] == OK
-    assert sorted(result["stdout"].split()) == ["child", "parent"]
+    assert result.status == OK
+    assert sorted(result.stdout.split()) == ["child", "parent"]
 
 
 async def test_fork_whose_children_raise_and_exit_gives_one_reply(sandbox):
@@ -43,7 +43,7 @@ async def test_fork_whose_children_raise_and_exit_gives_one_reply(sandbox):
                 raise ValueError("from a forked child")  # runs the harness's error path
         raise SystemExit(0)
     """)
-    assert result["status"] == OK
+    assert result.status == OK
 
 
 async def test_fork_bomb_gives_one_reply(sandbox):
@@ -55,7 +55,7 @@ async def test_fork_bomb_gives_one_reply(sandbox):
             except OSError:
                 pass
     """)
-    assert result["status"] in (TIMEOUT, ERROR, OK)
+    assert result.status in (TIMEOUT, ERROR, OK)
 
 
 async def test_garbage_on_the_report_channel_gives_one_reply(sandbox):
@@ -67,22 +67,22 @@ async def test_garbage_on_the_report_channel_gives_one_reply(sandbox):
             except OSError:
                 pass
     """)
-    assert result["status"] == ERROR and "report channel" in result["error"]
+    assert result.status == ERROR and "report channel" in result.error
 
 
 async def test_a_huge_exception_message_gives_one_reply(sandbox):
     result = await answered_then_free(sandbox, "huge", "raise ValueError('x' * 200_000)")
-    assert result["status"] == ERROR and result["exit_code"] == 1
-    assert result["error"].startswith("ValueError: xxx") and len(result["error"]) < 5000
+    assert result.status == ERROR and result.exit_code == 1
+    assert result.error.startswith("ValueError: xxx") and len(result.error) < 5000
 
 
 async def test_a_huge_exception_in_a_code_check_gives_one_reply(sandbox):
     result = await asyncio.wait_for(sandbox.run(
         "raise ValueError('y' * 300_000)", learner="huge-check", mode="check",
         checker="train_loop"), 60)
-    assert result["status"] == ERROR and not result["report"]["passed"]
-    assert result["report"]["feedback"][0].startswith("line 1: `ValueError: yyy")
-    assert (await sandbox.run("print(1)", learner="huge-check"))["status"] == OK
+    assert result.status == ERROR and not result.report.passed
+    assert result.report.feedback[0].startswith("line 1: `ValueError: yyy")
+    assert (await sandbox.run("print(1)", learner="huge-check")).status == OK
 
 
 async def test_flooding_the_report_channel_is_stopped_and_answered(sandbox):
@@ -100,7 +100,7 @@ async def test_flooding_the_report_channel_is_stopped_and_answered(sandbox):
             except OSError:
                 pass
     """)
-    assert result["status"] in (ERROR, TIMEOUT)
+    assert result.status in (ERROR, TIMEOUT)
 
 
 async def _silent_service(path: str) -> asyncio.Server:
@@ -123,11 +123,11 @@ async def test_a_service_that_never_answers_frees_the_learner_by_the_deadline(tm
     client._writer = (await client._connect_when_up())[1]  # noqa: SLF001
     try:
         first = await asyncio.wait_for(client.run("print(1)", learner="ann"), 30)
-        assert first["status"] == ERROR and "did not answer" in first["stderr"]
+        assert first.status == ERROR and "did not answer" in first.stderr
         # The learner's slot and the queue place are free again.
         assert not client._pending and "ann" not in client._in_flight  # noqa: SLF001
         second = await asyncio.wait_for(client.run("print(2)", learner="ann"), 30)
-        assert second["status"] == ERROR
+        assert second.status == ERROR
     finally:
         client._writer.close()  # noqa: SLF001
         server.close()
@@ -142,7 +142,7 @@ async def test_many_wedged_learners_do_not_lock_out_the_rest(tmp_path):
     try:
         results = await asyncio.gather(*(client.run("pass", learner=f"l{i}")
                                          for i in range(4)))
-        assert all(r["status"] == ERROR for r in results)
+        assert all(r.status == ERROR for r in results)
         with pytest.raises(SandboxBusy):  # while full, the queue says so ...
             client._pending.update({i: ({}, None) for i in range(4)})  # noqa: SLF001
             client._admit("late")  # noqa: SLF001

@@ -81,7 +81,7 @@ async def service(writable_mount, tmp_path_factory):
     address = f"unix:{tmp_path_factory.mktemp('served') / 'sandbox.sock'}"
     env = {**os.environ, "PYTHONPATH": str(REPO), "DISCORD_TOKEN": SECRET}
     process = subprocess.Popen(
-        [sys.executable, "-m", "bot.sandbox.worker", "--listen", address, "--mode", "600",
+        [sys.executable, "-m", "bot.sandbox.service", "--listen", address, "--mode", "600",
          "--limits", json.dumps(LIMITS)], cwd=REPO, env=env, stderr=subprocess.DEVNULL)
     try:
         yield address
@@ -109,7 +109,7 @@ async def test_a_mount_below_a_runtime_path_is_read_only(clients, writable_mount
         except OSError as exc:
             print("refused", exc.errno)
     """))
-    assert result["stdout"] == "refused 30\n"  # EROFS
+    assert result.stdout == "refused 30\n"  # EROFS
     assert list(writable_mount.iterdir()) == []
 
 
@@ -123,22 +123,22 @@ async def test_the_starting_environment_is_nowhere_in_a_childs_memory(clients):
         found, seen = scan({shifted(SECRET)!r})
         print(found, seen > 100, os.environ.get("DISCORD_TOKEN"))
     """))
-    assert result["status"] == OK, result
-    assert result["stdout"] == "False True None\n"
+    assert result.status == OK, result
+    assert result.stdout == "False True None\n"
 
 
 async def test_no_child_finds_an_earlier_learners_code(clients):
     marker = "".join(["PREVIOUS", "-LEARNER-", "ANSWER-7f3a"])
     first = await clients[0].run(f"answer = {marker!r} * 3\nprint(len(answer))",
                                  learner="ann")
-    assert first["status"] == OK
+    assert first.status == OK
     # Another bot's learner, on the same shared worker, looks everywhere it can.
     probe = await clients[1].run(SCANNER + textwrap.dedent(f"""
         found, seen = scan({shifted(marker)!r})
         print(found, seen > 100)
     """), learner="bob")
-    assert probe["status"] == OK, probe
-    assert probe["stdout"] == "False True\n"
+    assert probe.status == OK, probe
+    assert probe.stdout == "False True\n"
 
 
 async def test_the_scanner_finds_what_is_there(clients):
@@ -147,15 +147,15 @@ async def test_the_scanner_finds_what_is_there(clients):
         held = "".join(["MY", "-OWN-", "TEXT"])
         print(scan({shifted("MY-OWN-TEXT")!r})[0])
     """))
-    assert result["stdout"] == "True\n"
+    assert result.stdout == "True\n"
 
 
 async def test_the_cpu_limit_is_reported_as_a_timeout(clients):
     busy = await clients[0].run("while True:\n    pass\n")
-    assert busy["status"] == TIMEOUT and "CPU" in busy["error"]
+    assert busy.status == TIMEOUT and "CPU" in busy.error
     stubborn = await clients[1].run(
         "import signal\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\nwhile True:\n    pass\n")
-    assert stubborn["status"] == TIMEOUT and "CPU" in stubborn["error"]
+    assert stubborn.status == TIMEOUT and "CPU" in stubborn.error
 
 
 def _cli(*args: str, address: str, tmp: Path, code: str) -> dict:
@@ -181,7 +181,7 @@ async def test_the_cli_uses_the_shared_service(service, tmp_path):
 def _own_service(tmp_path: Path) -> subprocess.Popen:
     """A service of its own: other services (another suite running at once) keep theirs."""
     return subprocess.Popen(
-        [sys.executable, "-m", "bot.sandbox.worker", "--listen",
+        [sys.executable, "-m", "bot.sandbox.service", "--listen",
          f"unix:{tmp_path / 'own.sock'}", "--mode", "600", "--limits", json.dumps(LIMITS)],
         cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stderr=subprocess.DEVNULL)
 

@@ -38,7 +38,7 @@ async def test_two_clients_share_one_served_worker(tmp_path, kind):
             assert oct(socket_path.stat().st_mode & 0o777) == "0o660"
         results = await asyncio.gather(*(c.run(f"print({i} * 2)", learner=f"l{i}")
                                          for i, c in enumerate(clients)))
-        assert [(r["status"], r["stdout"]) for r in results] == [(OK, "0\n"), (OK, "2\n")]
+        assert [(r.status, r.stdout) for r in results] == [(OK, "0\n"), (OK, "2\n")]
         for client in clients:
             await client.stop()
     finally:

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from bot.sandbox.worker import ForkServer
+from bot.sandbox.service import SandboxService
 
 pytestmark = pytest.mark.asyncio(loop_scope="function")
 
@@ -27,7 +27,7 @@ class _GatedCgroups:
 
 async def test_cgroup_removal_runs_beside_the_loop():
     cgroups = _GatedCgroups()
-    server = ForkServer(cgroups=cgroups)
+    server = SandboxService(cgroups=cgroups)
     try:
         removal = asyncio.ensure_future(server._remove_cgroup("run-1"))
         await asyncio.sleep(0)  # the removal has started

@@ -25,10 +25,10 @@ import pytest
 import pytest_asyncio
 
 from bot.sandbox.client import SandboxBusy, SandboxClient
-from bot.sandbox.protocol import ERROR, OK
+from bot.sandbox.protocol import ERROR, OK, RunResult
 from tests.helpers.paths import REPO
+from tests.helpers.train_loop import REFERENCE
 from tests.sandbox.conftest import in_syscall, jailed_processes, sleeping_child, wait_until
-from tests.test_checker_train_loop import REFERENCE
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 LIMITS = {"wall_s": 10.0, "cpu_s": 12, "memory_mb": 384, "data_mb": 192, "pids": 16}
@@ -136,7 +136,7 @@ async def narrow(tmp_path_factory):
         _stop(service)
 
 
-async def _check(client: SandboxClient, code: str, learner: str) -> dict:
+async def _check(client: SandboxClient, code: str, learner: str) -> RunResult:
     return await client.run(code, learner=learner, mode="check", checker="train_loop")
 
 
@@ -148,10 +148,10 @@ async def test_records_heavy_to_judge_cost_only_their_own_verdict(shared):
     try:
         for i, code in enumerate((HEAVY_TO_JUDGE, FETCHER, _forger(HUGE_RECORD))):
             result = await _check(client, code, f"heavy-{i}")
-            assert not (result.get("report") or {}).get("passed"), result
-            assert result["status"] in (OK, ERROR), result
+            assert not (result.report and result.report.passed), result
+            assert result.status in (OK, ERROR), result
         honest = await _check(client, REFERENCE, "honest")
-        assert honest["report"]["passed"] is True, honest
+        assert honest.report.passed is True, honest
         assert shared.process.poll() is None
     finally:
         await client.stop()
@@ -193,7 +193,7 @@ async def test_a_correct_answer_gets_its_verdict_while_six_learners_attack(share
         for bot in bots:
             await bot.stop()
     print(f"honest verdict under attack after {waited:.1f} s")  # shown with pytest -s
-    assert honest["report"]["passed"] is True, honest
+    assert honest.report.passed is True, honest
     assert waited < 20, f"the honest verdict took {waited:.1f} s"
     assert shared.process.poll() is None
 
@@ -203,13 +203,13 @@ async def test_a_judge_that_misses_its_deadline_costs_one_plain_error(narrow):
     await client.start()
     try:
         result = await _check(client, REFERENCE, "judged-too-slowly")
-        assert result["status"] == ERROR and "report" not in result, result
-        assert "took longer than" in result["error"]
+        assert result.status == ERROR and result.report is None, result
+        assert "took longer than" in result.error
         # The service and its (replaced) judges go on.
         again = await _check(client, REFERENCE, "judged-too-slowly")
-        assert "took longer than" in again["error"]
+        assert "took longer than" in again.error
         run = await client.run("print(6 * 7)", learner="after")
-        assert (run["status"], run["stdout"]) == (OK, "42\n")
+        assert (run.status, run.stdout) == (OK, "42\n")
     finally:
         await client.stop()
 
@@ -226,9 +226,9 @@ async def test_one_run_per_learner_across_bot_processes(shared):
         with pytest.raises(SandboxBusy, match="still running"):
             await second.run("print(1)", learner="two-shards")
         other = await second.run("print(2)", learner="someone-else")
-        assert other["stdout"] == "2\n"
-        assert (await sleeping)["status"] == OK
-        assert (await second.run("print(3)", learner="two-shards"))["stdout"] == "3\n"
+        assert other.stdout == "2\n"
+        assert (await sleeping).status == OK
+        assert (await second.run("print(3)", learner="two-shards")).stdout == "3\n"
     finally:
         await first.stop()
         await second.stop()
@@ -246,7 +246,7 @@ async def test_sleeping_learners_do_not_hold_every_slot(shared):
         started = time.monotonic()
         result = await client.run("print('served')", learner="awake")
         waited = time.monotonic() - started
-        assert result["stdout"] == "served\n"
+        assert result.stdout == "served\n"
         assert any(not s.done() for s in sleepers), "the sleepers ended before the check"
         assert waited < 9, f"waited {waited:.1f} s behind sleeping runs"
         await asyncio.gather(*sleepers)
@@ -269,7 +269,7 @@ async def test_a_replayed_correct_record_does_not_pass(shared):
         result = await _check(client, replay, "replayer")
     finally:
         await client.stop()
-    assert not (result.get("report") or {}).get("passed"), result
+    assert not (result.report and result.report.passed), result
 
 
 # -- class 7: the socket --------------------------------------------------------------------------
@@ -333,7 +333,7 @@ async def test_a_bot_whose_idle_connection_was_closed_reconnects(narrow):
         await wait_until(lambda: client._restarts >= 1 and client._writer is not None,
                          what="the idle connection closed, and a new one")
         result = await client.run("print('back')", learner="returning")
-        assert (result["status"], result["stdout"]) == (OK, "back\n"), result
+        assert (result.status, result.stdout) == (OK, "back\n"), result
     finally:
         await client.stop()
 
@@ -343,6 +343,6 @@ async def _still_serves(service: Service) -> None:
     await client.start()
     try:
         result = await client.run("print('still here')", learner="bystander")
-        assert (result["status"], result["stdout"]) == (OK, "still here\n"), result
+        assert (result.status, result.stdout) == (OK, "still here\n"), result
     finally:
         await client.stop()

@@ -36,7 +36,7 @@ class ZygoteGone(RuntimeError):
     pass
 
 
-class Zygote:
+class ZygoteClient:
     """This service's handle on its zygote process: asks it for children, and hears from it
     when each one ends (it is their parent)."""
 

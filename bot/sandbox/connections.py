@@ -1,0 +1,224 @@
+"""The sandbox service's connections: JSON lines in, one JSON line out per request.
+
+`tutor sandbox serve` is shared by every bot process, so no client may cost the others:
+- replies are written with backpressure: a client that stops reading is dropped once its
+  unread replies pass a bound, instead of the service holding them all in memory;
+- connections are capped; at the cap, the connection idle longest (nothing in flight) makes
+  room for a new one, so idle connections cannot lock the bots out;
+- a connection that sends nothing for `idle_s` with nothing in flight is closed;
+- when a connection closes, its queued and running work is cancelled: the children go, and
+  their slots with them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from bot.sandbox.protocol import decode, encode
+
+log = logging.getLogger("sandbox.service")
+LINE_LIMIT = 4 * 1024 * 1024
+_anonymous = itertools.count(1)
+
+
+class Server(Protocol):
+    def info(self) -> dict: ...
+    def execute(self, submission: dict, learner: str) -> Awaitable[dict]: ...
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    max_connections: int = 64
+    idle_s: float = 600.0  # nothing sent, nothing in flight: closed (a client reconnects)
+    first_line_s: float = 30.0  # a new connection that never says anything
+    unread_max_bytes: int = 4 * 1024 * 1024  # replies a client has not read yet
+    drain_s: float = 30.0  # how long a reply may wait for the client to read
+    in_flight_max: int = 128  # requests of one connection at once; then it is not read
+
+
+def learner_key(request: dict) -> str:
+    """The request's opaque learner key. A request without one (a trusted tool's, or a
+    test's) is a learner of its own: every client we serve can reach the socket only as the
+    operator allows, and the bots always send the key."""
+    learner = request.get("learner")
+    if isinstance(learner, str) and 0 < len(learner) <= 200:
+        return f"learner:{learner}"
+    return f"anonymous:{next(_anonymous)}"
+
+
+class Connection:
+    def __init__(self, server: Server, reader: asyncio.StreamReader,
+                 write: Callable[[bytes], Awaitable[None]], limits: ConnectionLimits | None):
+        self.server, self.reader, self.write = server, reader, write
+        self.limits = limits  # None: the one trusted client on stdin/stdout
+        self.tasks: set[asyncio.Task] = set()
+        self.last_active = time.monotonic()
+        self.closed = asyncio.Event()
+
+    @property
+    def idle(self) -> bool:
+        return not self.tasks
+
+    async def answer(self, request: dict) -> None:
+        if request.get("op") == "info":
+            reply = self.server.info()
+        else:
+            reply = await self.server.execute(request, learner_key(request))
+        try:
+            await self.write(encode({**reply, "id": request.get("id")}))
+        except ConnectionError:  # it left, or stopped reading: nothing more for it
+            self.closed.set()
+            return
+        self.last_active = time.monotonic()
+
+    async def serve(self) -> None:
+        """Answer requests (concurrently) until the client closes, goes quiet, or is
+        evicted; then cancel whatever it still had queued or running."""
+        first = True
+        try:
+            while not self.closed.is_set():
+                if self.limits is not None and len(self.tasks) >= self.limits.in_flight_max:
+                    await asyncio.wait(set(self.tasks), return_when=asyncio.FIRST_COMPLETED)
+                    continue
+                line = await self._next_line(first)
+                if line is None:
+                    break
+                first = False
+                self.last_active = time.monotonic()
+                try:
+                    request = decode(line)
+                except ValueError:
+                    continue
+                task = asyncio.ensure_future(self.answer(request))
+                self.tasks.add(task)
+                task.add_done_callback(self.tasks.discard)
+        finally:
+            self.closed.set()
+            if self.limits is not None:  # the one client on stdin still gets its replies
+                for task in list(self.tasks):
+                    task.cancel()
+            if self.tasks:
+                await asyncio.gather(*self.tasks, return_exceptions=True)
+
+    async def _next_line(self, first: bool) -> bytes | None:
+        while True:
+            timeout = None
+            if self.limits is not None:
+                timeout = self.limits.first_line_s if first else self.limits.idle_s
+            read = asyncio.ensure_future(self.reader.readline())
+            closed = asyncio.ensure_future(self.closed.wait())
+            try:
+                done, _ = await asyncio.wait([read, closed], timeout=timeout,
+                                             return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                closed.cancel()
+                if not read.done():
+                    read.cancel()
+            if read in done:
+                try:
+                    line = read.result()
+                except ValueError:  # a line over the stream limit: dropped
+                    continue
+                except ConnectionError:
+                    return None
+                return line or None
+            if self.closed.is_set():
+                return None
+            if self.tasks:  # quiet, but waiting for its replies: not idle
+                continue
+            return None
+
+
+async def serve_stdio(server: Server) -> None:
+    """One client: the process that started us, on stdin/stdout."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=LINE_LIMIT)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    out = sys.stdout.buffer
+
+    async def write(data: bytes) -> None:
+        out.write(data)
+        out.flush()
+
+    await Connection(server, reader, write, None).serve()
+
+
+class Listener:
+    """Accepts clients on a socket and keeps the connection cap."""
+
+    def __init__(self, server: Server, limits: ConnectionLimits):
+        self.server, self.limits = server, limits
+        self.connections: set[Connection] = set()
+
+    async def client(self, reader: asyncio.StreamReader,
+                     writer: asyncio.StreamWriter) -> None:
+        if not self._make_room():
+            writer.write(encode({"status": "error", "busy": True,
+                                 "stderr": "the sandbox has too many connections"}))
+            writer.close()
+            return
+        lock = asyncio.Lock()
+
+        async def write(data: bytes) -> None:
+            async with lock:
+                writer.write(data)
+                if writer.transport.get_write_buffer_size() > self.limits.unread_max_bytes:
+                    writer.transport.abort()  # it does not read: it gets nothing more
+                    raise ConnectionError("client stopped reading")
+                try:
+                    await asyncio.wait_for(writer.drain(), self.limits.drain_s)
+                except TimeoutError:
+                    writer.transport.abort()
+                    raise ConnectionError("client stopped reading") from None
+
+        connection = Connection(self.server, reader, write, self.limits)
+        self.connections.add(connection)
+        try:
+            await connection.serve()
+        finally:
+            self.connections.discard(connection)
+            writer.close()
+
+    def _make_room(self) -> bool:
+        if len(self.connections) < self.limits.max_connections:
+            return True
+        idle = [c for c in self.connections if c.idle and not c.closed.is_set()]
+        if not idle:
+            return False
+        oldest = min(idle, key=lambda c: c.last_active)
+        oldest.closed.set()  # its serve() ends and closes it
+        self.connections.discard(oldest)
+        log.warning("sandbox connection cap (%d) reached: closed the longest idle one",
+                    self.limits.max_connections)
+        return True
+
+
+async def serve_socket(server: Server, address: str, mode: int = 0o660,
+                       limits: ConnectionLimits | None = None) -> None:
+    """`tutor sandbox serve`: any number of bot processes, on a Unix socket or loopback."""
+    listener = Listener(server, limits or ConnectionLimits())
+    kind, _, where = address.partition(":")
+    if kind == "unix":
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(where)
+        socket_server = await asyncio.start_unix_server(listener.client, where,
+                                                        limit=LINE_LIMIT)
+        os.chmod(where, mode)  # 660: the bot's group may connect; nobody else
+    elif kind == "tcp":
+        host, _, port = where.rpartition(":")
+        socket_server = await asyncio.start_server(listener.client, host, int(port),
+                                                   limit=LINE_LIMIT)
+    else:
+        raise SystemExit(f"--listen takes unix:/path or tcp:host:port, not {address!r}")
+    log.info("sandbox worker listening on %s", address)
+    async with socket_server:
+        await socket_server.serve_forever()
