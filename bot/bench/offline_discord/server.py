@@ -1,53 +1,25 @@
-"""Offline Discord: a real REST + gateway server on 127.0.0.1 for an unmodified discord.py 2.7.1.
-
-Unlike SimCord (which replaces discord.py's transport) this runs discord.py's own HTTP client,
-rate limiting and websocket code; the bot may live in another process. Point it here with
-`discord.http.Route.BASE = dc.api_base` and
-`discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(dc.gateway_url)`, then:
-
-    async with OfflineDiscord() as dc:          # start the bot, then
-        await dc.wait_ready(); await dc.wait_commands()
-        alice = dc.create_user("alice"); guild = dc.create_guild("G", members=[alice])
-        rec = await dc.slash(alice, "ping", guild_id=guild["id"])   # -> InteractionRecord
-        rec.callback_type, rec.content, rec.ephemeral, rec.components, rec.followups, rec.edits
-        await dc.click(alice, rec.message, "ping:click")
-
-Objects are Discord-shaped dicts with string snowflake ids. All REST calls land in `dc.requests`;
-unknown routes get 404 `{"message": "404: Not Found", "code": 0}` (so gaps show); `fail_next()`
-injects one error. Enforced like Discord: 3 s to ack (10062), one ack (40060), 2000 chars (50035).
-Note: discord.py fires on_ready `guild_ready_timeout` (2 s) after READY; interactions work before.
+"""The offline Discord's server: REST routes and the gateway on one loopback port, and the
+calls that drive the bot (slash, click, select, submit_modal) with a record of each interaction.
+The state lives in bot/bench/offline_discord/world.py, the websocket in gateway.py.
 """
 
 from __future__ import annotations
 
 import asyncio
 import fnmatch
-import itertools
 import json
 import re
 import time
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
-from aiohttp import WSMsgType, web
+from aiohttp import web
 
-DISCORD_EPOCH_MS = 1420070400000
-ALL_PERMISSIONS = str((1 << 50) - 1)
-EPHEMERAL, LOADING = 64, 128  # message flags
+from bot.bench.offline_discord.gateway import Gateway
+from bot.bench.offline_discord.world import ALL_PERMISSIONS, EPHEMERAL, LOADING, ApiError, World
+
 NOT_FOUND = {"message": "404: Not Found", "code": 0}
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
-
-
-class _Err(Exception):
-    def __init__(self, status: int, message: str, code: int = 0):
-        super().__init__(message)
-        self.status, self.json = status, {"message": message, "code": code}
 
 
 @dataclass
@@ -99,47 +71,17 @@ class InteractionRecord:
         return self.edits
 
 
-class _Conn:
-    """One gateway websocket; a queue keeps frames in order (zlib-stream shares one compressor)."""
-
-    def __init__(self, ws: web.WebSocketResponse, zlib_stream: bool):
-        self.ws, self.queue = ws, asyncio.Queue()
-        self.zlib = zlib.compressobj() if zlib_stream else None
-
-    def send(self, payload: dict) -> None:
-        self.queue.put_nowait(payload)
-
-    async def pump(self) -> None:
-        while True:
-            raw = json.dumps(await self.queue.get())
-            if self.zlib:  # discord.py buffers binary frames up to the 00 00 ff ff sync flush
-                await self.ws.send_bytes(
-                    self.zlib.compress(raw.encode()) + self.zlib.flush(zlib.Z_SYNC_FLUSH))
-            else:
-                await self.ws.send_str(raw)
-
-
-class OfflineDiscord:
+class OfflineDiscord(World):
     def __init__(self, *, bot_name="offline-bot", ack_deadline=3.0, heartbeat_ms=41250):
-        self.ack_deadline, self.heartbeat_ms = ack_deadline, heartbeat_ms
-        self._ids = itertools.count()
+        self.ack_deadline = ack_deadline
         self.requests: list[Request] = []
-        self.users: dict[str, dict] = {}
-        self.guilds: dict[str, dict] = {}  # id -> {"guild":, "channels": [...], "members": [...]}
-        self.channels: dict[str, dict] = {}
-        self.messages: dict[str, dict] = {}
-        self.commands: dict[str | None, list[dict]] = {}  # None = global, else guild id
         self.interactions: dict[str, InteractionRecord] = {}  # by token
-        self.identify: dict | None = None  # the bot's IDENTIFY payload (intents, shard...)
         self._modals: dict[str, InteractionRecord] = {}  # modal custom_id -> interaction
         self._faults: list[tuple] = []
-        self._conns: set[_Conn] = set()
-        self._session: _Conn | None = None  # the IDENTIFYed connection that gets dispatches
-        self._session_id, self._seq = None, 0
         self._changed = asyncio.Event()
-        self.bot_user = self.create_user(bot_name, bot=True)
-        self.application_id = self.snowflake()
-        self._owner = self.create_user("app-owner")
+        self.gateway = Gateway(self, url=lambda: self.gateway_url, changed=self._changed.set,
+                               heartbeat_ms=heartbeat_ms)
+        super().__init__(bot_name=bot_name, to_bot=self.gateway.announce)
         table = [  # paths relative to /api/v10; {name} matches one segment
             ("GET", "/users/@me", lambda req: self.bot_user),
             ("GET", "/users/{uid}", lambda req, uid: self._get(self.users, uid, 10013)),
@@ -162,7 +104,7 @@ class OfflineDiscord:
     async def start(self) -> OfflineDiscord:
         app = web.Application(client_max_size=32 * 1024 * 1024)
         app.router.add_route("*", "/api/v10/{tail:.*}", self._rest)
-        app.router.add_get("/", self._gateway)
+        app.router.add_get("/", self.gateway.handle)
         self._runner = web.AppRunner(app, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)  # port 0: a free port
@@ -171,8 +113,7 @@ class OfflineDiscord:
         return self
 
     async def stop(self) -> None:
-        for conn in list(self._conns):
-            await conn.ws.close(code=1001)
+        await self.gateway.close()
         await self._runner.cleanup()
 
     async def __aenter__(self) -> OfflineDiscord:
@@ -183,12 +124,12 @@ class OfflineDiscord:
 
     api_base = property(lambda self: f"http://127.0.0.1:{self.port}/api/v10")
     gateway_url = property(lambda self: f"ws://127.0.0.1:{self.port}/")
-    bot_user_id = property(lambda self: self.bot_user["id"])
-    connected = property(lambda self: len(self._conns))  # open gateway websockets
+    connected = property(lambda self: len(self.gateway.conns))  # open gateway websockets
+    identify = property(lambda self: self.gateway.identify)  # the bot's IDENTIFY payload
 
     async def wait_ready(self, timeout=5.0) -> dict:
         """Wait until a client IDENTIFYed and got READY; returns its IDENTIFY payload."""
-        await self._wait(lambda: self._session is not None, timeout, "READY")
+        await self._wait(lambda: self.gateway.session is not None, timeout, "READY")
         return self.identify
 
     async def wait_commands(self, timeout=5.0, guild_id: str | None = None) -> list[dict]:
@@ -206,11 +147,6 @@ class OfflineDiscord:
         self._faults.append((method, path_glob, status, json or {"message": "error", "code": 0},
                              headers or {}))
 
-    # ---- helpers -----------------------------------------------------------------------------
-
-    def snowflake(self) -> str:
-        return str(((int(time.time() * 1000) - DISCORD_EPOCH_MS) << 22) | next(self._ids) % 4096)
-
     async def _wait(self, predicate: Callable[[], Any], timeout: float, what: str):
         try:
             async with asyncio.timeout(timeout):
@@ -221,157 +157,6 @@ class OfflineDiscord:
         except TimeoutError:
             failed = [f"{r.method} {r.path} {r.status}" for r in self.requests if r.status >= 400]
             raise TimeoutError(f"timed out waiting for {what}; failed requests: {failed}") from None
-
-    @staticmethod
-    def _get(table: dict, key: str | None, code: int) -> dict:
-        if key not in table:
-            raise _Err(404, "Unknown object", code)
-        return table[key]
-
-    # ---- the world ---------------------------------------------------------------------------
-
-    def create_user(self, name: str, *, bot: bool = False) -> dict:
-        user = {"id": self.snowflake(), "username": name, "discriminator": "0", "global_name": name,
-                "avatar": None, "bot": bot, "flags": 0, "public_flags": 0}
-        self.users[user["id"]] = user
-        return user
-
-    def _member(self, user: dict) -> dict:
-        return {"user": user, "roles": [], "nick": None, "joined_at": _now(), "deaf": False,
-                "mute": False, "flags": 0, "pending": False, "permissions": ALL_PERMISSIONS}
-
-    def create_guild(self, name="Test Guild", members=(), channel_name="general") -> dict:
-        """A guild with one text channel; the bot gets GUILD_CREATE now (or after READY)."""
-        gid = self.snowflake()
-        everyone = {"id": gid, "name": "@everyone", "permissions": ALL_PERMISSIONS, "position": 0,
-                    "color": 0, "hoist": False, "managed": False, "mentionable": False, "flags": 0}
-        guild = {"id": gid, "name": name, "icon": None, "owner_id": self._owner["id"],
-                 "roles": [everyone], "emojis": [], "stickers": [], "features": [], "threads": [],
-                 "member_count": 1 + len(members), "large": False, "stage_instances": [],
-                 "guild_scheduled_events": [], "soundboard_sounds": [], "voice_states": [],
-                 "presences": [], "preferred_locale": "en-US", "joined_at": _now()}
-        self.guilds[gid] = {"guild": guild, "channels": [],
-                            "members": [self._member(u) for u in (self.bot_user, *members)]}
-        if channel_name:
-            self.create_channel(gid, channel_name, _announce=False)
-        if self._session:
-            self._dispatch("GUILD_CREATE", self._guild_payload(gid))
-        return guild
-
-    def create_channel(self, guild_id: str, name="general", *, _announce=True) -> dict:
-        ch = {"id": self.snowflake(), "type": 0, "guild_id": guild_id, "name": name,
-              "position": len(self.guilds[guild_id]["channels"]), "permission_overwrites": [],
-              "nsfw": False, "topic": None, "last_message_id": None, "parent_id": None}
-        self.guilds[guild_id]["channels"].append(ch)
-        self.channels[ch["id"]] = ch
-        if _announce and self._session:
-            self._dispatch("CHANNEL_CREATE", ch)
-        return ch
-
-    def _guild_payload(self, gid: str) -> dict:
-        g = self.guilds[gid]
-        return {**g["guild"], "channels": g["channels"], "members": g["members"]}
-
-    def dm_channel(self, user: dict) -> dict:
-        """The bot's DM channel with `user`, made on first use (like POST /users/@me/channels)."""
-        for ch in self.channels.values():
-            if ch["type"] == 1 and ch["recipients"][0]["id"] == user["id"]:
-                return ch
-        ch = {"id": self.snowflake(), "type": 1, "recipients": [user], "last_message_id": None}
-        self.channels[ch["id"]] = ch
-        return ch
-
-    def channel_messages(self, channel_id: str) -> list[dict]:
-        return [m for m in self.messages.values() if m["channel_id"] == channel_id]
-
-    @staticmethod
-    def _check_message(data: dict) -> None:
-        if len(data.get("content") or "") > 2000 or len(data.get("embeds") or []) > 10:
-            raise _Err(400, "Invalid Form Body (content > 2000 chars or > 10 embeds)", 50035)
-
-    def _new_message(self, channel_id: str, data: dict, rec=None, mtype=0) -> dict:
-        self._check_message(data)
-        msg = {"id": self.snowflake(), "channel_id": channel_id, "author": self.bot_user,
-               "content": data.get("content") or "", "embeds": data.get("embeds") or [],
-               "components": data.get("components") or [], "attachments": [], "mentions": [],
-               "mention_roles": [], "pinned": False, "mention_everyone": False, "tts": False,
-               "timestamp": _now(), "edited_timestamp": None, "flags": data.get("flags") or 0,
-               "type": mtype}
-        if guild_id := self.channels.get(channel_id, {}).get("guild_id"):
-            msg["guild_id"] = guild_id
-        if rec is not None:  # sent through an interaction (webhook) rather than the channel
-            user = rec.payload["member"]["user"] if "member" in rec.payload else rec.payload["user"]
-            msg.update(webhook_id=self.application_id, application_id=self.application_id,
-                       interaction_metadata={"id": rec.id, "type": rec.type, "user": user})
-        self.messages[msg["id"]] = msg
-        return msg
-
-    def _edit_message(self, msg: dict, data: dict) -> dict:
-        self._check_message(data)
-        for key in ("content", "embeds", "components", "attachments", "poll"):
-            if key in data:
-                msg[key] = data[key] if data[key] is not None else ("" if key == "content" else [])
-        flags = data.get("flags", msg["flags"]) or 0
-        msg["flags"] = (flags | (msg["flags"] & EPHEMERAL)) & ~LOADING  # ephemeral is sticky
-        msg["edited_timestamp"] = _now()
-        return msg
-
-    # ---- gateway -----------------------------------------------------------------------------
-
-    def _dispatch(self, event: str, data: dict) -> None:
-        if self._session is None:
-            raise RuntimeError(f"no bot on the gateway to receive {event}")
-        self._seq += 1
-        self._session.send({"op": 0, "t": event, "s": self._seq, "d": data})
-
-    async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
-        ws = web.WebSocketResponse(max_msg_size=0)
-        await ws.prepare(request)
-        # discord.py 2.7 always connects with ?encoding=json&v=10&compress=zlib-stream
-        # (zstd-stream if `zstandard` is installed; we then answer in plain text, which it accepts).
-        conn = _Conn(ws, request.query.get("compress") == "zlib-stream")
-        self._conns.add(conn)
-        pump = asyncio.create_task(conn.pump())
-        conn.send({"op": 10, "d": {"heartbeat_interval": self.heartbeat_ms}})  # HELLO
-        try:
-            async for msg in ws:
-                if msg.type == WSMsgType.TEXT:
-                    self._on_op(conn, json.loads(msg.data))
-        finally:
-            pump.cancel()
-            self._conns.discard(conn)
-            if self._session is conn:
-                self._session = None
-            self._changed.set()
-        return ws
-
-    def _on_op(self, conn: _Conn, msg: dict) -> None:
-        op, d = msg["op"], msg.get("d")
-        if op == 1:  # HEARTBEAT -> HEARTBEAT_ACK
-            conn.send({"op": 11})
-        elif op == 2:  # IDENTIFY -> READY (needs session_id, resume_gateway_url), then guilds
-            self.identify, self._session, self._seq = d, conn, 0
-            self._session_id = self.snowflake()
-            self._dispatch("READY", {
-                "v": 10, "user": {**self.bot_user, "verified": True, "mfa_enabled": False},
-                "guilds": [{"id": gid, "unavailable": True} for gid in self.guilds],
-                "session_id": self._session_id, "resume_gateway_url": self.gateway_url,
-                "application": {"id": self.application_id, "flags": 0},
-                "private_channels": [], "relationships": [], "shard": d.get("shard", [0, 1])})
-            for gid in self.guilds:
-                self._dispatch("GUILD_CREATE", {**self._guild_payload(gid), "unavailable": False})
-        elif op == 6:  # RESUME: nothing is replayed
-            if d.get("session_id") == self._session_id:
-                self._session = conn
-                self._dispatch("RESUMED", {})
-            else:
-                conn.send({"op": 9, "d": False})  # INVALID_SESSION
-        elif op == 8:  # REQUEST_GUILD_MEMBERS (bots with the members intent chunk guilds)
-            self._dispatch("GUILD_MEMBERS_CHUNK", {
-                "guild_id": d["guild_id"], "chunk_index": 0, "chunk_count": 1, "not_found": [],
-                "members": self.guilds.get(d["guild_id"], {}).get("members", []),
-                "nonce": d.get("nonce")})
-        self._changed.set()
 
     # ---- REST --------------------------------------------------------------------------------
 
@@ -397,7 +182,7 @@ class OfflineDiscord:
                 if req.method in methods and (m := pattern.fullmatch(path)):
                     try:
                         status, payload = 200, handler(req, **m.groupdict())
-                    except _Err as e:
+                    except ApiError as e:
                         status, payload = e.status, e.json
                     break
         req.status = status = 204 if payload is None else status
@@ -454,9 +239,9 @@ class OfflineDiscord:
     def _callback(self, req: Request, iid: str, token: str) -> dict:
         rec = self.interactions.get(token)
         if rec is None or rec.id != iid or time.monotonic() - rec.created > self.ack_deadline:
-            raise _Err(404, "Unknown interaction", 10062)
+            raise ApiError(404, "Unknown interaction", 10062)
         if rec.callback_type is not None:
-            raise _Err(400, "Interaction has already been acknowledged.", 40060)
+            raise ApiError(400, "Interaction has already been acknowledged.", 40060)
         ctype, data = req.json["type"], req.json.get("data") or {}
         channel_id, msg, mtype = rec.payload["channel"]["id"], None, 20 if rec.type == 2 else 0
         if ctype == 4:  # a new message
@@ -483,7 +268,7 @@ class OfflineDiscord:
     def _followup(self, req: Request, app: str, token: str) -> dict:
         rec = self._get(self.interactions, token, 10015)
         if rec.callback_type is None:
-            raise _Err(404, "Unknown Webhook", 10015)
+            raise ApiError(404, "Unknown Webhook", 10015)
         original = rec.message
         if rec.callback_type == 5 and original and original["flags"] & LOADING:
             msg = self._edit_message(original, req.json)  # Discord: 1st followup fills the defer
@@ -517,7 +302,7 @@ class OfflineDiscord:
             payload["message"] = message
         rec = InteractionRecord(self, payload["id"], token, itype, payload)
         self.interactions[token] = rec
-        self._dispatch("INTERACTION_CREATE", payload)
+        self.gateway.dispatch("INTERACTION_CREATE", payload)
         if wait:
             await rec.wait_for(lambda r: r.callback_type is not None, timeout)
         return rec
@@ -584,4 +369,3 @@ class OfflineDiscord:
         return await self._interact(user, 5, {"custom_id": custom_id, "components": rows},
                                     where.get("guild_id"), where.get("channel_id"),
                                     message=where.get("message"), timeout=timeout)
-

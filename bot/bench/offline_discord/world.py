@@ -1,0 +1,141 @@
+"""The offline Discord's world: the users, guilds, channels, messages and synced commands a bot
+sees, as Discord-shaped dicts with string snowflake ids, and the limits Discord puts on
+messages. No sockets here: bot/bench/offline_discord/server.py serves this state over REST and
+bot/bench/offline_discord/gateway.py tells a connected bot about new guilds and channels.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+DISCORD_EPOCH_MS = 1420070400000
+ALL_PERMISSIONS = str((1 << 50) - 1)
+EPHEMERAL, LOADING = 64, 128  # message flags
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+class ApiError(Exception):
+    """Answered on the REST API with Discord's status, message and error code."""
+
+    def __init__(self, status: int, message: str, code: int = 0):
+        super().__init__(message)
+        self.status, self.json = status, {"message": message, "code": code}
+
+
+class World:
+    """Discord's state for one application. `to_bot(event, payload)` sends a gateway event
+    when a bot is connected (and drops it otherwise)."""
+
+    def __init__(self, *, bot_name: str, to_bot: Callable[[str, dict], None]):
+        self._to_bot = to_bot
+        self._ids = itertools.count()
+        self.users: dict[str, dict] = {}
+        self.guilds: dict[str, dict] = {}  # id -> {"guild":, "channels": [...], "members": [...]}
+        self.channels: dict[str, dict] = {}
+        self.messages: dict[str, dict] = {}
+        self.commands: dict[str | None, list[dict]] = {}  # None = global, else guild id
+        self.bot_user = self.create_user(bot_name, bot=True)
+        self.application_id = self.snowflake()
+        self._owner = self.create_user("app-owner")
+
+    bot_user_id = property(lambda self: self.bot_user["id"])
+
+    def snowflake(self) -> str:
+        return str(((int(time.time() * 1000) - DISCORD_EPOCH_MS) << 22) | next(self._ids) % 4096)
+
+    @staticmethod
+    def _get(table: dict, key: str | None, code: int) -> dict:
+        if key not in table:
+            raise ApiError(404, "Unknown object", code)
+        return table[key]
+
+    def create_user(self, name: str, *, bot: bool = False) -> dict:
+        user = {"id": self.snowflake(), "username": name, "discriminator": "0", "global_name": name,
+                "avatar": None, "bot": bot, "flags": 0, "public_flags": 0}
+        self.users[user["id"]] = user
+        return user
+
+    def _member(self, user: dict) -> dict:
+        return {"user": user, "roles": [], "nick": None, "joined_at": _now(), "deaf": False,
+                "mute": False, "flags": 0, "pending": False, "permissions": ALL_PERMISSIONS}
+
+    def create_guild(self, name="Test Guild", members=(), channel_name="general") -> dict:
+        """A guild with one text channel; the bot gets GUILD_CREATE now (or after READY)."""
+        gid = self.snowflake()
+        everyone = {"id": gid, "name": "@everyone", "permissions": ALL_PERMISSIONS, "position": 0,
+                    "color": 0, "hoist": False, "managed": False, "mentionable": False, "flags": 0}
+        guild = {"id": gid, "name": name, "icon": None, "owner_id": self._owner["id"],
+                 "roles": [everyone], "emojis": [], "stickers": [], "features": [], "threads": [],
+                 "member_count": 1 + len(members), "large": False, "stage_instances": [],
+                 "guild_scheduled_events": [], "soundboard_sounds": [], "voice_states": [],
+                 "presences": [], "preferred_locale": "en-US", "joined_at": _now()}
+        self.guilds[gid] = {"guild": guild, "channels": [],
+                            "members": [self._member(u) for u in (self.bot_user, *members)]}
+        if channel_name:
+            self.create_channel(gid, channel_name, _announce=False)
+        self._to_bot("GUILD_CREATE", self.guild_payload(gid))
+        return guild
+
+    def create_channel(self, guild_id: str, name="general", *, _announce=True) -> dict:
+        ch = {"id": self.snowflake(), "type": 0, "guild_id": guild_id, "name": name,
+              "position": len(self.guilds[guild_id]["channels"]), "permission_overwrites": [],
+              "nsfw": False, "topic": None, "last_message_id": None, "parent_id": None}
+        self.guilds[guild_id]["channels"].append(ch)
+        self.channels[ch["id"]] = ch
+        if _announce:
+            self._to_bot("CHANNEL_CREATE", ch)
+        return ch
+
+    def guild_payload(self, gid: str) -> dict:
+        g = self.guilds[gid]
+        return {**g["guild"], "channels": g["channels"], "members": g["members"]}
+
+    def dm_channel(self, user: dict) -> dict:
+        """The bot's DM channel with `user`, made on first use (like POST /users/@me/channels)."""
+        for ch in self.channels.values():
+            if ch["type"] == 1 and ch["recipients"][0]["id"] == user["id"]:
+                return ch
+        ch = {"id": self.snowflake(), "type": 1, "recipients": [user], "last_message_id": None}
+        self.channels[ch["id"]] = ch
+        return ch
+
+    def channel_messages(self, channel_id: str) -> list[dict]:
+        return [m for m in self.messages.values() if m["channel_id"] == channel_id]
+
+    @staticmethod
+    def _check_message(data: dict) -> None:
+        if len(data.get("content") or "") > 2000 or len(data.get("embeds") or []) > 10:
+            raise ApiError(400, "Invalid Form Body (content > 2000 chars or > 10 embeds)", 50035)
+
+    def _new_message(self, channel_id: str, data: dict, rec=None, mtype=0) -> dict:
+        self._check_message(data)
+        msg = {"id": self.snowflake(), "channel_id": channel_id, "author": self.bot_user,
+               "content": data.get("content") or "", "embeds": data.get("embeds") or [],
+               "components": data.get("components") or [], "attachments": [], "mentions": [],
+               "mention_roles": [], "pinned": False, "mention_everyone": False, "tts": False,
+               "timestamp": _now(), "edited_timestamp": None, "flags": data.get("flags") or 0,
+               "type": mtype}
+        if guild_id := self.channels.get(channel_id, {}).get("guild_id"):
+            msg["guild_id"] = guild_id
+        if rec is not None:  # sent through an interaction (webhook) rather than the channel
+            user = rec.payload["member"]["user"] if "member" in rec.payload else rec.payload["user"]
+            msg.update(webhook_id=self.application_id, application_id=self.application_id,
+                       interaction_metadata={"id": rec.id, "type": rec.type, "user": user})
+        self.messages[msg["id"]] = msg
+        return msg
+
+    def _edit_message(self, msg: dict, data: dict) -> dict:
+        self._check_message(data)
+        for key in ("content", "embeds", "components", "attachments", "poll"):
+            if key in data:
+                msg[key] = data[key] if data[key] is not None else ("" if key == "content" else [])
+        flags = data.get("flags", msg["flags"]) or 0
+        msg["flags"] = (flags | (msg["flags"] & EPHEMERAL)) & ~LOADING  # ephemeral is sticky
+        msg["edited_timestamp"] = _now()
+        return msg
