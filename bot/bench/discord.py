@@ -1,6 +1,6 @@
 """The answer path as a learner feels it, through the real `tutor run` process
 (discord.py's own HTTP client, gateway and command tree) against the loopback offline
-Discord (`bot/bench/offline_discord.py`), on SQLite, and on PostgreSQL when BENCH_POSTGRES_URL
+Discord (`bot/bench/offline_discord/`), on SQLite, and on PostgreSQL when BENCH_POSTGRES_URL
 names a database. Two loads, one after the other:
 
 - paced: N learners at once, each getting a card (/practice) and answering it, round after

@@ -1,4 +1,4 @@
-"""A bot process run against the offline Discord (`bot/bench/offline_discord.py`)."""
+"""A bot process run against the offline Discord (`bot/bench/offline_discord/`)."""
 
 from __future__ import annotations
 
