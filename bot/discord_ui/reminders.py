@@ -10,9 +10,8 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.discord_ui.components import handled
 from bot.discord_ui.replies import CLOSED_DMS, retrying
-from bot.engine.learners import Learners
+from bot.engine.learners import DMClosed, Learners, Reminder
 from bot.observability import record_reminders
-from scheduler.reminders import DMClosed, Reminder
 
 log = logging.getLogger(__name__)
 SWEEP_EVERY_S = 60
@@ -35,7 +34,8 @@ class ReminderButton(discord.ui.DynamicItem[discord.ui.Button],
         return cls(match["action"])
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        await handled(interaction, interaction.client.flow.on_reminder(interaction, self.action))
+        await handled(interaction, interaction.client.handlers.on_reminder(
+            interaction, self.action))
 
 
 def reminder_view() -> discord.ui.View:

@@ -1,15 +1,15 @@
 """Code answers judged by a card's checker inside the sandbox, for the tutor engine.
 
 The engine is synchronous and runs code answers off the event loop (a worker thread);
-the sandbox client is asyncio. `SandboxJudge` bridges the two. `BackgroundSandbox` gives
-synchronous front ends (the terminal) a sandbox on a loop thread of its own.
+the sandbox client is asyncio, on a loop thread of its own (bot.sandbox.background).
+`SandboxJudge` bridges the two, and `report_from` turns the sandbox's result into the
+engine's CodeReport.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 import time
 
 from bot.engine.tutor import CodeReport, TryAgain
@@ -70,37 +70,3 @@ class SandboxJudge:
         record_sandbox(result.get("status", "error"), time.perf_counter() - started)
         return report_from(result)
 
-
-_real_monotonic = time.monotonic  # as imported: see _RealTimeLoop
-
-
-class _RealTimeLoop(asyncio.SelectorEventLoop):
-    """The sandbox's deadlines are about real processes: they keep real time even when the
-    bot's own loop runs on a virtual clock (SimCord patches time.monotonic in tests)."""
-
-    def time(self) -> float:
-        return _real_monotonic()
-
-
-class BackgroundSandbox:
-    """A sandbox on its own event-loop thread, for synchronous callers."""
-
-    def __init__(self, client: SandboxClient | None = None):
-        self.client = client or SandboxClient()
-        self.loop = _RealTimeLoop()
-        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True,
-                                        name="sandbox-loop")
-        self.info: dict = {}
-
-    def start(self, timeout_s: float = 180.0) -> SandboxJudge:
-        """Start (or reach) the worker; its `info` reply is kept in `self.info`."""
-        self._thread.start()
-        self.info = asyncio.run_coroutine_threadsafe(self.client.start(),
-                                                     self.loop).result(timeout_s)
-        return SandboxJudge(self.client, self.loop)
-
-    def stop(self) -> None:
-        if self._thread.is_alive():
-            asyncio.run_coroutine_threadsafe(self.client.stop(), self.loop).result(30)
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self._thread.join(5)

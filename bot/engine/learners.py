@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from bot.engine.misconceptions import OpenMistake, learner_mistakes
 from bot.engine.tutor import Tutor, TutorError
 from scheduler import reminders as schedule
 from scheduler.choice import SCHEDULERS
@@ -91,3 +92,12 @@ class Learners:
     def forget(self, learner: Learner) -> None:
         """Delete the learner and everything of theirs."""
         self.store.delete_learner(learner.id)
+
+    def mistakes(self, learner: Learner) -> list[OpenMistake]:
+        """The learner's misconceptions, open ones first (bot.engine.misconceptions)."""
+        return learner_mistakes(self.store, self.tutor.library, learner.id)
+
+
+# What the front ends use of the reminder rules (scheduler/reminders.py), through the engine.
+DMClosed, Reminder = schedule.DMClosed, schedule.Reminder
+current_streak, reminder_hour = schedule.current_streak, schedule.reminder_hour

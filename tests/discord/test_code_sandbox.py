@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from bot.discord_ui.client import TutorBot
-from bot.engine.code_judge import BackgroundSandbox
+from bot.engine.code_judge import SandboxJudge
+from bot.sandbox.background import BackgroundSandbox
 from tests.helpers.discord import choose, custom_ids, pick_and_submit, verdict_message
 from tests.helpers.hostile import HOSTILE, assert_quoted
 
@@ -22,7 +23,8 @@ for i, (inputs, labels) in enumerate(dataloader):
 @pytest.fixture(scope="module")
 def judge():
     sandbox = BackgroundSandbox()
-    yield sandbox.start()
+    sandbox.start()
+    yield SandboxJudge(sandbox.client, sandbox.loop)
     sandbox.stop()
 
 
