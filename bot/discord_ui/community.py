@@ -99,7 +99,7 @@ class Community:
 
     async def _board(self, interaction, period: str, page: int):
         return await self.handlers.db(self.boards.board, interaction.guild_id, period, page,
-                                  await self.handlers.learner(interaction.user), PER_PAGE)
+                                      await self.handlers.learner(interaction.user), PER_PAGE)
 
     async def leaderboard(self, interaction, period: str, page: int, image: bool) -> None:
         try:
@@ -132,7 +132,7 @@ class Community:
 
     async def insights(self, interaction) -> None:
         found = await self.handlers.db(self.boards.server_insights, interaction.guild_id,
-                                   INSIGHT_DAYS)
+                                       INSIGHT_DAYS)
         embed = discord.Embed(title=f"What this server gets wrong (last {INSIGHT_DAYS} days)",
                               colour=render.BLUE)
         embed.add_field(name="Cards missed most", inline=False, value="\n".join(

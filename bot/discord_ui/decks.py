@@ -59,7 +59,7 @@ def commands(handlers: CardHandlers) -> list[app_commands.Group]:
         data = await file.read()
         try:
             result = await handlers.db(decks.upload, interaction.guild_id, file.filename, data,
-                                   f"discord:{interaction.user.id}")
+                                       f"discord:{interaction.user.id}")
         except DeckRejected as exc:
             await _send(interaction, rejection(file.filename, exc), f"{_stem(file.filename)}"
                         ".problems.txt")
@@ -100,7 +100,7 @@ def commands(handlers: CardHandlers) -> list[app_commands.Group]:
         if played is REFUSED:
             return
         titles = {s.deck_id: s.title for s in await handlers.db(decks.summaries,
-                                                            interaction.guild_id)}
+                                                                interaction.guild_id)}
         await reply(interaction, "Decks played here: " + ", ".join(
             f"**{literal(titles.get(d, d))}** (`{d}`)" for d in played) + ".")
 

@@ -35,7 +35,7 @@ def commands(handlers: CardHandlers) -> list[app_commands.Group]:
     async def reminder_channel(interaction: discord.Interaction,
                                channel: discord.TextChannel | None = None) -> None:
         await handlers.db(servers.set_reminder_channel, interaction.guild_id,
-                      channel.id if channel else None)
+                          channel.id if channel else None)
         await reply(interaction, f"Reminders for learners with closed DMs go to "
                                  f"{channel.mention}." if channel else
                     "Reminders are no longer posted in this server.")
@@ -52,7 +52,7 @@ def commands(handlers: CardHandlers) -> list[app_commands.Group]:
         try:
             if scheduler is not None:
                 await handlers.db(servers.set_scheduler, guild_id,
-                              None if scheduler == DEFAULT else scheduler)
+                                  None if scheduler == DEFAULT else scheduler)
             if remediation is not None:
                 await handlers.db(servers.set_remediation, guild_id, remediation)
         except TutorError as exc:
@@ -81,7 +81,7 @@ def commands(handlers: CardHandlers) -> list[app_commands.Group]:
                              week_starts: int | None = None) -> None:
         try:
             settings = await handlers.db(servers.set_board, interaction.guild_id, timezone,
-                                     week_starts)
+                                         week_starts)
         except TutorError as exc:
             await reply(interaction, str(exc))
             return
