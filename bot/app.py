@@ -23,6 +23,7 @@ from scheduler.storage.store import Store
 
 if TYPE_CHECKING:
     import discord
+    import sqlalchemy as sa
 
     from bot.terminal import Console
 
@@ -53,7 +54,7 @@ class App:
         return self.tutor.store
 
     @property
-    def engine(self):
+    def engine(self) -> sa.Engine:
         return self.tutor.store.engine
 
     def close(self) -> None:
@@ -101,10 +102,11 @@ def build(settings: Settings | None = None, *, database_url: str | None = None,
     store = open_store(database_url or setting("database_url"))
     tutor = Tutor(store, DeckLibrary.load() if library is None else library,
                   clock=clock or utc_now)
-    use_sandbox = setting("sandbox") if sandbox is None else sandbox
+    if sandbox is None:
+        sandbox = setting("sandbox")
     return App(tutor, start_sandbox(tutor, setting("sandbox_address"),
                                     setting("sandbox_allow_unbounded_memory"))
-               if use_sandbox else None)
+               if sandbox else None)
 
 
 def start_sandbox(tutor: Tutor, address: str | None = None,
