@@ -1,4 +1,6 @@
-"""Settings from the environment or a `.env` file (never from the repo)."""
+"""Settings from the environment or a `.env` file (never from the repo). Read by the
+composition root (bot/app.py) and the command line only: the front ends, the engine and the
+sandbox get plain values."""
 
 from __future__ import annotations
 

@@ -8,19 +8,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from bot.engine.choice import SCHEDULERS
 from bot.engine.feedback import LETTERS, feedback, lettered, numbered_code, when
-from bot.engine.misconceptions import learner_mistakes
+from bot.engine.learners import Learners
 from bot.engine.served import Served
 from bot.engine.tutor import (
     InvalidAnswer,
+    Learner,
     Tutor,
     TutorError,
     Verdict,
 )
 from content.safe_text import plain
 from content.schema import ChoiceCard, CodeCard, FillInCard
-from scheduler.choice import SCHEDULERS
-from scheduler.storage.models import Learner
 
 QUIT = {"q", "quit", "exit"}
 HINT = {"?", "h", "hint"}
@@ -100,8 +100,7 @@ class Console:
             self.say(f"All caught up. Next review: {when(p.next_due, p.today)}.")
         else:
             self.say("All caught up.")
-        held = [m for m in learner_mistakes(self.tutor.store, self.tutor.library,
-                                            self.learner.id) if m.is_open]
+        held = [m for m in Learners(self.tutor).mistakes(self.learner) if m.is_open]
         if held:
             self.say("Mistakes to work on: " + "; ".join(
                 f"{m.title} (made {m.times_shown}x)" for m in held) + ".")

@@ -6,9 +6,10 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
+from bot.app import App, build
 from bot.engine.tutor import Tutor
 from content.loader import DeckLibrary
-from scheduler.storage.db import make_engine, sqlite_url, upgrade
+from scheduler.storage.db import sqlite_url
 from scheduler.storage.store import Store
 from tests.helpers.clock import FakeClock
 from tests.helpers.paths import FIXTURES
@@ -38,27 +39,37 @@ def db_url(tmp_path) -> str:
     admin.dispose()
 
 
-@pytest.fixture
-def engine(db_url):
-    engine = make_engine(db_url)
-    upgrade(engine)
-    yield engine
-    engine.dispose()
-
-
-@pytest.fixture
-def store(engine) -> Store:
-    return Store(engine)
-
-
 @pytest.fixture(scope="session")
 def mini_library() -> DeckLibrary:
     return DeckLibrary.load([FIXTURES / "mini.yaml"])
 
 
 @pytest.fixture
-def tutor(store, mini_library, clock) -> Tutor:
-    return Tutor(store, mini_library, clock=clock)
+def deck_library(mini_library) -> DeckLibrary:
+    """The decks the `tutor` fixture plays (tests/discord: the bundled ones)."""
+    return mini_library
+
+
+@pytest.fixture
+def app(db_url, deck_library, clock) -> App:
+    """The tutor on a fresh database, built as `tutor run` builds it, without a sandbox."""
+    with build(database_url=db_url, library=deck_library, clock=clock, sandbox=False) as built:
+        yield built
+
+
+@pytest.fixture
+def engine(app):
+    return app.engine
+
+
+@pytest.fixture
+def store(app) -> Store:
+    return app.store
+
+
+@pytest.fixture
+def tutor(app) -> Tutor:
+    return app.tutor
 
 
 def pytest_collection_modifyitems(config, items):

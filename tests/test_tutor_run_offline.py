@@ -17,10 +17,9 @@ from datetime import UTC, datetime, timedelta
 import aiohttp
 import pytest
 
-from bot.engine.tutor import Tutor
+from bot.app import build
 from content.loader import DeckLibrary
-from scheduler.storage.db import make_engine, sqlite_url, upgrade
-from scheduler.storage.store import Store
+from scheduler.storage.db import sqlite_url
 from tests.helpers.clock import FakeClock
 from tests.helpers.offline_discord import BotProcess, OfflineDiscord
 from tests.helpers.paths import REPO
@@ -33,15 +32,12 @@ STARTUP_S = 120
 
 def seed_due_review(db_url: str, user_id: str) -> None:
     """The learner met the 'purpose' card three days ago, so it is due for review now."""
-    engine = make_engine(db_url)
-    upgrade(engine)
     clock = FakeClock(datetime.now(UTC) - timedelta(days=3))
-    tutor = Tutor(Store(engine), DeckLibrary.load(), clock=clock)
-    learner = tutor.learner(f"discord:{user_id}", "alice")
-    served = tutor.next_card(learner, mode="practice", topic="concept")
-    assert served.card_id == PURPOSE
-    assert tutor.answer(served, "split-batch-to-save-memory").correct
-    engine.dispose()
+    with build(database_url=db_url, clock=clock, sandbox=False) as app:
+        learner = app.tutor.learner(f"discord:{user_id}", "alice")
+        served = app.tutor.next_card(learner, mode="practice", topic="concept")
+        assert served.card_id == PURPOSE
+        assert app.tutor.answer(served, "split-batch-to-save-memory").correct
 
 
 def free_port() -> int:

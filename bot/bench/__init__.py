@@ -1,18 +1,19 @@
 """Benchmarks behind `tutor bench NAME --json`. Each returns a JSON-ready dict.
 
 They live in the package (not tests/) so an installed `tutor` can run them; tests/bench/
-runs each one small to keep them working. Tests never assert timings.
+runs each one small to keep them working. Tests never assert timings. A benchmark's
+module is imported only when it runs (importing `bot.bench.offline_discord` loads no other).
 """
 
-from bot.bench.answers import bench_answers
-from bot.bench.checker import bench_checker
-from bot.bench.discord import bench_discord
-from bot.bench.leaderboard import bench_leaderboard
-from bot.bench.learning import bench_learning
-from bot.bench.reminders import bench_reminders
-from bot.bench.sandbox import bench_sandbox
+from __future__ import annotations
 
-BENCHMARKS = {"answers": bench_answers, "checker": bench_checker, "discord": bench_discord,
-              "leaderboard": bench_leaderboard, "learning": bench_learning,
-              "reminders": bench_reminders,
-              "sandbox": bench_sandbox}
+import importlib
+
+# name -> the module whose bench_<name>(args) runs it
+BENCHMARKS = {name: f"bot.bench.{name}" for name in
+              ("answers", "checker", "discord", "leaderboard", "learning", "reminders",
+               "sandbox")}
+
+
+def run_benchmark(name: str, args) -> dict:
+    return getattr(importlib.import_module(BENCHMARKS[name]), f"bench_{name}")(args)

@@ -17,12 +17,12 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from bot.app import build, open_store
 from bot.engine.served import new_serve_id
 from bot.engine.tutor import Tutor
 from content.loader import DeckLibrary
 from content.schema import ChoiceCard
-from scheduler.storage.db import make_engine, sqlite_url, upgrade
-from scheduler.storage.store import Store
+from scheduler.storage.db import sqlite_url
 
 TARGET_RATIO = 0.45
 ROUNDS = 5
@@ -107,15 +107,13 @@ def bench_answers(args) -> dict:
     per_round = max(1, n // ROUNDS)
     library = DeckLibrary.load()
     with tempfile.TemporaryDirectory() as tmp:
-        engine = make_engine(sqlite_url(Path(tmp) / "engine.db"))
-        upgrade(engine)
-        tutor = Tutor(Store(engine), library, clock=_Clock())
+        app = build(database_url=sqlite_url(Path(tmp) / "engine.db"), library=library,
+                    clock=_Clock(), sandbox=False)
+        tutor = app.tutor
         # Fresh learners as needed: each one only gets its daily quota of new cards.
         learners = (tutor.learner(f"bench:{i}") for i in itertools.count())
 
-        raw_engine = make_engine(sqlite_url(Path(tmp) / "raw.db"))
-        upgrade(raw_engine)
-        raw_engine.dispose()
+        open_store(sqlite_url(Path(tmp) / "raw.db")).engine.dispose()  # the same schema
         raw = sqlite3.connect(Path(tmp) / "raw.db", isolation_level="DEFERRED")
         raw.execute("PRAGMA journal_mode=WAL")
         raw.execute("PRAGMA synchronous=NORMAL")
@@ -138,7 +136,7 @@ def bench_answers(args) -> dict:
             raw_all += timings
             raw_rates.append(len(timings) / sum(timings))
         raw.close()
-        engine.dispose()
+        app.close()
 
     engine_rate = statistics.median(engine_rates)
     raw_rate = statistics.median(raw_rates)

@@ -9,9 +9,9 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bot.app import open_store
 from scheduler import leaderboard as lb
-from scheduler.storage.db import make_engine, sqlite_url, upgrade
-from scheduler.storage.store import Store
+from scheduler.storage.db import sqlite_url
 
 GUILD = 1234567890123456789
 LEARNERS = 10_000
@@ -45,10 +45,9 @@ def _populate(engine) -> None:
 def bench_leaderboard(args) -> dict:
     rounds = args.n or 15
     with tempfile.TemporaryDirectory() as tmp:
-        engine = make_engine(sqlite_url(Path(tmp) / "board.db"))
-        upgrade(engine)
+        store = open_store(sqlite_url(Path(tmp) / "board.db"))
+        engine = store.engine
         _populate(engine)
-        store = Store(engine)
         since = lb.week_start(NOW, "UTC")
         store.boards.standings(GUILD, since)  # warm the page cache
         timings = []

@@ -10,8 +10,9 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bot.app import open_store
 from bot.engine.reminders import LEASE, RateLimiter, ReminderSweep
-from scheduler.storage.db import make_engine, sqlite_url, upgrade
+from scheduler.storage.db import sqlite_url
 from scheduler.storage.store import Store
 
 LEARNERS = 100_000
@@ -58,9 +59,8 @@ class _Discord:
 def bench_reminders(args) -> dict:
     rounds = args.n or 7
     with tempfile.TemporaryDirectory() as tmp:
-        engine = make_engine(sqlite_url(Path(tmp) / "reminders.db"))
-        upgrade(engine)
-        store = Store(engine)
+        store = open_store(sqlite_url(Path(tmp) / "reminders.db"))
+        engine = store.engine
         _populate(store)
         timings, claimed = [], 0
         for r in range(rounds):

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 
+from bot.cli.common import database_url, load_library
 
-def _tutor(args):
-    from bot.cli.main import _database_url, _library, _open_store
-    from bot.engine.tutor import Tutor
 
-    return Tutor(_open_store(_database_url(args.db)), _library(),
-                 clock=lambda: datetime.now(UTC))
+def _app(args):
+    """The tutor on `--db` (or DATABASE_URL) and the bundled decks; no code sandbox."""
+    from bot.app import build
+
+    return build(database_url=database_url(args.db), library=load_library(), sandbox=False)
 
 
 def cmd_deck_publish(args) -> int:
@@ -25,20 +25,21 @@ def cmd_deck_publish(args) -> int:
     except OSError as exc:
         print(f"{path}: cannot read: {exc}", file=sys.stderr)
         return 1
-    decks = CommunityDecks(_tutor(args))
-    try:
-        result = decks.upload(args.guild, path.name, data, uploaded_by="cli")
-        if isinstance(result, Draft):
-            print(f"{path} is a practice page: draft a deck from it with `tutor deck import`.",
-                  file=sys.stderr)
+    with _app(args) as app:
+        decks = CommunityDecks(app.tutor)
+        try:
+            result = decks.upload(args.guild, path.name, data, uploaded_by="cli")
+            if isinstance(result, Draft):
+                print(f"{path} is a practice page: draft a deck from it with "
+                      "`tutor deck import`.", file=sys.stderr)
+                return 1
+            if args.public:
+                decks.publish(args.guild, result.deck_id, True)
+        except DeckRejected as exc:
+            print(f"{path}: {exc}", file=sys.stderr)
+            for problem in exc.problems:
+                print(f"{path}: {problem}")
             return 1
-        if args.public:
-            decks.publish(args.guild, result.deck_id, True)
-    except DeckRejected as exc:
-        print(f"{path}: {exc}", file=sys.stderr)
-        for problem in exc.problems:
-            print(f"{path}: {problem}")
-        return 1
     print(f"Stored '{result.deck_id}' version {result.version} ({result.cards} cards) for "
           f"guild {args.guild}{', published' if args.public else ''}.")
     return 0
@@ -46,12 +47,12 @@ def cmd_deck_publish(args) -> int:
 
 def cmd_deck_list(args) -> int:
     """Bundled and stored decks: id, owner, version, cards, public, removed."""
-    tutor = _tutor(args)
-    rows = [(d.id, "bundled", d.version, len(d.cards), "yes", "no")
-            for d in tutor.decks.bundled.decks.values()]
-    rows += [(r.deck_id, str(r.owner_guild_id), r.version, r.cards,
-              "yes" if r.public else "no", "yes" if r.removed else "no")
-             for r in tutor.store.decks.all()]
+    with _app(args) as app:
+        rows = [(d.id, "bundled", d.version, len(d.cards), "yes", "no")
+                for d in app.tutor.decks.bundled.decks.values()]
+        rows += [(r.deck_id, str(r.owner_guild_id), r.version, r.cards,
+                  "yes" if r.public else "no", "yes" if r.removed else "no")
+                 for r in app.store.decks.all()]
     table = [("id", "owner", "version", "cards", "public", "removed"), *rows]
     widths = [max(len(str(row[i])) for row in table) for i in range(6)]
     for row in table:

@@ -6,8 +6,9 @@ import argparse
 import getpass
 import json
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
+
+from bot.cli.common import database_url, load_library, load_settings
 
 NO_TOKEN = (
     "No Discord token: set DISCORD_TOKEN in the environment or in a .env file "
@@ -15,77 +16,31 @@ NO_TOKEN = (
 )
 
 
-def _settings():
-    from bot.settings import Settings
-
-    return Settings()
-
-
-def _database_url(db: str | None) -> str:
-    from scheduler.storage.db import sqlite_url
-
-    return sqlite_url(db) if db else _settings().database_url
-
-
-def _library(deck_id: str | None = None):
-    """Load the decks, or exit: 1 with every problem as file:line: message, 2 for an
-    unknown deck id."""
-    from content.loader import DeckError, DeckLibrary
-
-    try:
-        library = DeckLibrary.load()
-    except DeckError as exc:
-        for problem in exc.problems:
-            print(problem, file=sys.stderr)
-        sys.exit(1)
-    if deck_id and deck_id not in library.decks:
-        print(f"No deck '{deck_id}'. Decks: {', '.join(library.decks)}", file=sys.stderr)
-        sys.exit(2)
-    return library
-
-
-def _open_store(url: str):
-    from scheduler.storage.db import make_engine, upgrade
-    from scheduler.storage.store import Store
-
-    engine = make_engine(url)
-    upgrade(engine)
-    return Store(engine)
-
-
 def cmd_practice(args) -> int:
-    from bot.discord_ui.client import start_sandbox
-    from bot.engine.tutor import Tutor
-    from bot.terminal import Console
+    from bot.app import build
 
-    library = _library(args.deck)
+    library = load_library(args.deck)
     topics = {t for card in library.cards(args.deck) for t in card.topics}
     if args.topic and args.topic not in topics:
         print(f"No topic '{args.topic}'. Topics: {', '.join(sorted(topics))}", file=sys.stderr)
         return 2
-    tutor = Tutor(_open_store(_database_url(args.db)), library, clock=lambda: datetime.now(UTC))
-    settings = _settings()
-    sandbox = None if args.no_sandbox else start_sandbox(
-        tutor, settings.sandbox_address, settings.sandbox_allow_unbounded_memory)
-    name = args.learner or getpass.getuser() or "me"
-    learner = tutor.learner(f"local:{name}", display_name=name)
-    try:
-        return Console(tutor, learner, args.deck, topic=args.topic,
-                       scheduler=args.scheduler, remediation=args.remediation).run()
-    finally:
-        if sandbox:
-            sandbox.stop()
+    with build(database_url=database_url(args.db), library=library,
+               sandbox=not args.no_sandbox) as app:
+        console = app.console(args.learner or getpass.getuser() or "me", args.deck,
+                              topic=args.topic, scheduler=args.scheduler,
+                              remediation=args.remediation)
+        return console.run()
 
 
 def cmd_run(args) -> int:
     from bot.observability import configure_logging
 
-    settings = _settings()
+    settings = load_settings()
     configure_logging(settings.log_level, settings.log_format)
     if not settings.token:
         print(NO_TOKEN, file=sys.stderr)
         return 2
-    from bot.discord_ui.client import run
+    from bot.app import run
 
     return run(settings)
 
@@ -109,7 +64,7 @@ def cmd_deck_validate(args) -> int:
 def cmd_deck_dump(args) -> int:
     from content.schema import resolved
 
-    library = _library(args.deck)
+    library = load_library(args.deck)
     decks = [library.deck(args.deck)] if args.deck else list(library.decks.values())
     data = [resolved(deck) for deck in decks]
     print(json.dumps(data[0] if args.deck else data, indent=2, ensure_ascii=False))
@@ -137,7 +92,7 @@ def cmd_deck_import(args) -> int:
 def cmd_deck_export(args) -> int:
     from content.anki import export_apkg
 
-    library = _library(args.deck)
+    library = load_library(args.deck)
     decks = [library.deck(args.deck)] if args.deck else list(library.decks.values())
     if len(decks) > 1:
         print("Several decks are loaded: choose one with --deck", file=sys.stderr)
@@ -161,7 +116,7 @@ def cmd_deck_schema(args) -> int:
 def cmd_db_upgrade(args) -> int:
     from scheduler.storage.db import current_revision, make_engine, upgrade
 
-    engine = make_engine(_database_url(args.db))
+    engine = make_engine(database_url(args.db))
     before = current_revision(engine)
     upgrade(engine)
     after = current_revision(engine)
@@ -172,9 +127,9 @@ def cmd_db_upgrade(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from bot.bench import BENCHMARKS
+    from bot.bench import run_benchmark
 
-    result = BENCHMARKS[args.name](args)
+    result = run_benchmark(args.name, args)
     print(json.dumps(result, indent=None if args.json else 2))
     return 0 if result.get("ok", True) else 1
 
@@ -251,7 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command is None:  # the bot when a token is configured, else terminal practice
-        args = build_parser().parse_args(["run" if _settings().token else "practice"])
+        args = build_parser().parse_args(["run" if load_settings().token else "practice"])
     try:
         return args.func(args)
     except KeyboardInterrupt:

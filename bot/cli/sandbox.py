@@ -31,11 +31,11 @@ def _sandboxed(code: str, **options):
     import asyncio
     import getpass
 
-    from bot.cli.main import _settings
+    from bot.cli.common import load_settings
     from bot.sandbox.client import SandboxBusy, SandboxClient
     from bot.sandbox.protocol import RunResult, busy
 
-    settings = _settings()
+    settings = load_settings()
 
     async def once() -> RunResult:
         # The shared service when there is one: a run (~0.1 s), not a torch import (~5 s).
@@ -76,10 +76,11 @@ def cmd_sandbox_serve(args) -> int:
     """Run the sandbox service, shared by several bot processes."""
     import os
 
-    from bot.cli.main import _settings
+    from bot.cli.common import load_settings
     from bot.sandbox.client import PROJECT_ROOT, service_environment
 
-    unbounded = ["--allow-unbounded-memory"] if _settings().sandbox_allow_unbounded_memory else []
+    allow = load_settings().sandbox_allow_unbounded_memory
+    unbounded = ["--allow-unbounded-memory"] if allow else []
     os.chdir(PROJECT_ROOT)
     tuning = [f"--{name}={value}" for name in ("limits", "parallel", "checkers", "connections")
               if (value := getattr(args, name)) is not None]
@@ -90,22 +91,22 @@ def cmd_sandbox_serve(args) -> int:
 
 def cmd_sandbox_doctor(args) -> int:
     """What isolation holds on this host; exit 1 when the sandbox would run unbounded."""
-    from bot.cli.main import _settings
+    from bot.cli.common import load_settings
     from bot.sandbox import doctor
 
     report = doctor.diagnose(Path(args.cgroup_root),
-                             _settings().sandbox_allow_unbounded_memory)
+                             load_settings().sandbox_allow_unbounded_memory)
     print(json.dumps(report) if args.json else doctor.render(report))
     return 0 if report["bounded"] else 1
 
 
 def cmd_check(args) -> int:
     """Judge a code answer for a code card, as the bot would."""
-    from bot.cli.main import _library
+    from bot.cli.common import load_library
     from bot.engine.code_judge import report_from
     from content.schema import CodeCard
 
-    library = _library()
+    library = load_library()
     if not library.has_card(args.card) or not isinstance(library.card(args.card), CodeCard):
         codes = [c.id for c in library.cards() if isinstance(c, CodeCard)]
         print(f"No code card '{args.card}'. Code cards: {', '.join(codes)}", file=sys.stderr)

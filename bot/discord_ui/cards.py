@@ -1,4 +1,4 @@
-"""Getting cards: /review, /learn, /practice. Answering them is the card flow (flow.py)
+"""Getting cards: /review, /learn, /practice. Answering them is the card handlers (handlers.py)
 with its buttons (components.py)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import discord
 from discord import app_commands
 
-from bot.discord_ui.flow import CardFlow
+from bot.discord_ui.handlers import CardHandlers
 from bot.discord_ui.options import learner_command
 from bot.discord_ui.replies import reply
 from bot.engine.servers import Servers
@@ -15,16 +15,16 @@ PRIVATE_ONLY = ("This server keeps cards private. An admin can allow public play
                 "**/server-settings public-play**.")
 
 
-def commands(flow: CardFlow) -> list[app_commands.Command]:
-    tutor, servers = flow.tutor, Servers(flow.tutor)
+def commands(handlers: CardHandlers) -> list[app_commands.Command]:
+    tutor, servers = handlers.tutor, Servers(handlers.tutor)
 
     async def play(interaction: discord.Interaction, mode: str, topic: str | None,
                    public: bool) -> None:
         if public and interaction.guild_id and not (
-                await flow.db(servers.settings, interaction.guild_id)).public_play:
+                await handlers.db(servers.settings, interaction.guild_id)).public_play:
             await reply(interaction, PRIVATE_ONLY)
             return
-        await flow.serve(interaction, mode, topic, ephemeral=not public)
+        await handlers.serve(interaction, mode, topic, ephemeral=not public)
 
     @learner_command(name="review", description="Review the cards that are due now.")
     @app_commands.describe(public="Show the card to the channel (if the server allows it).")

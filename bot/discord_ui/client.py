@@ -1,4 +1,6 @@
-"""The bot: a discord.py client with the tutor's commands and persistent components."""
+"""The bot: a discord.py client with the tutor's commands and persistent components. It
+takes plain arguments: the composition root (bot/app.py) builds it with `make_bot` from the
+settings and runs it with `connect`."""
 
 from __future__ import annotations
 
@@ -19,15 +21,11 @@ from bot.discord_ui.community import (
     build_community_commands,
 )
 from bot.discord_ui.components import CARD_ITEMS, MODAL_TEMPLATE, handled
-from bot.discord_ui.flow import CardFlow
+from bot.discord_ui.handlers import CardHandlers
 from bot.discord_ui.reminders import ReminderButton, ReminderService
 from bot.discord_ui.replies import apologise, bound_acknowledgements, reply
-from bot.engine.code_judge import SandboxJudge
 from bot.engine.tutor import Tutor
 from bot.observability import HealthServer
-from bot.sandbox.background import BackgroundSandbox
-from bot.sandbox.client import SandboxClient
-from bot.settings import DISCORD_API, DISCORD_GATEWAY
 
 log = logging.getLogger(__name__)
 
@@ -55,18 +53,19 @@ class TutorClient:
         # Deck text comes from strangers: no message pings unless it names whom (reminders).
         options.setdefault("allowed_mentions", discord.AllowedMentions.none())
         super().__init__(intents=intents(), **options)
-        self.flow = CardFlow(tutor)
-        self.community = Community(self.flow)
+        self.handlers = CardHandlers(tutor)
+        self.community = Community(self.handlers)
         self.dev_guild_id = dev_guild_id
-        self.reminders = ReminderService(self, self.flow.tutor) if reminders else None
+        self.reminders = ReminderService(self, self.handlers.tutor) if reminders else None
         self.metrics_address = metrics
         self.health = HealthServer(
             {"gateway": lambda: self.is_ready() and not self.is_closed(),
              "database": tutor.database_ok}, latency=lambda: self.latency)
         self.tree = app_commands.CommandTree(self)
         # Every feature's commands and persistent components, registered here and only here.
-        for command in [*cards.commands(self.flow), *me.commands(self.flow, self.community),
-                        *server.commands(self.flow), *decks.commands(self.flow),
+        for command in [*cards.commands(self.handlers),
+                        *me.commands(self.handlers, self.community),
+                        *server.commands(self.handlers), *decks.commands(self.handlers),
                         *build_community_commands(self.community)]:
             self.tree.add_command(command)
         self.tree.on_error = self._on_command_error
@@ -120,7 +119,7 @@ class TutorClient:
             match = re.fullmatch(MODAL_TEMPLATE, custom_id)
             if match:
                 code = next(_field_values(interaction.data, "code"), "")
-                await handled(interaction, self.flow.on_code_modal(
+                await handled(interaction, self.handlers.on_code_modal(
                     interaction, match["serve"], int(match["attempt"]), code))
         elif interaction.type is discord.InteractionType.component and not any(
                 re.fullmatch(item.__discord_ui_compiled_template__, custom_id)
@@ -132,7 +131,7 @@ class TutorClient:
         if message.author.bot or (message.guild and self.user not in message.mentions):
             return
         try:
-            await self.flow.on_code_message(message)
+            await self.handlers.on_code_message(message)
         except Exception:  # noqa: BLE001
             log.exception("code reply failed: message=%s author=%s", message.id,
                           message.author.id)
@@ -147,16 +146,15 @@ class ShardedTutorBot(TutorClient, discord.AutoShardedClient):
     count, or the one configured; with shard ids, this process runs only those shards."""
 
 
-def make_bot(tutor: Tutor, settings) -> discord.Client:
-    options = {"dev_guild_id": settings.discord_dev_guild_id, "reminders": settings.reminders,
-               "metrics": (settings.metrics_host, settings.metrics_port)
-               if settings.metrics_port else None}
-    if settings.discord_shard_count is None and not settings.discord_shard_ids:
+def make_bot(tutor: Tutor, *, shard_count: int | None = None,
+             shard_ids: list[int] | None = None, **options) -> discord.Client:
+    """One connection, or several shards (a count, and which of them this process runs)."""
+    if shard_count is None and not shard_ids:
         return TutorBot(tutor, **options)
-    if settings.discord_shard_count is not None:
-        options["shard_count"] = settings.discord_shard_count
-    if settings.discord_shard_ids:
-        options["shard_ids"] = settings.discord_shard_ids
+    if shard_count is not None:
+        options["shard_count"] = shard_count
+    if shard_ids:
+        options["shard_ids"] = shard_ids
     return ShardedTutorBot(tutor, **options)
 
 
@@ -172,58 +170,14 @@ def _field_values(node, custom_id: str) -> Iterator[str]:
             yield from _field_values(child, custom_id)
 
 
-def run(settings) -> int:
-    """`tutor run`: connect to Discord (or whatever the endpoint settings point at)."""
-    from datetime import UTC, datetime
-
-    from content.loader import DeckLibrary
-    from scheduler.storage.db import make_engine, upgrade
-    from scheduler.storage.store import Store
-
-    if settings.discord_api_base_url != DISCORD_API or settings.discord_gateway_url != (
-            DISCORD_GATEWAY):
-        use_endpoints(settings.discord_api_base_url, settings.discord_gateway_url)
-        log.info("using REST %s and gateway %s", settings.discord_api_base_url,
-                 settings.discord_gateway_url)
-    engine = make_engine(settings.database_url)
-    upgrade(engine)
-    tutor = Tutor(Store(engine), DeckLibrary.load(), clock=lambda: datetime.now(UTC))
-    sandbox = start_sandbox(tutor, settings.sandbox_address,
-                            settings.sandbox_allow_unbounded_memory) if settings.sandbox else None
-    bot = make_bot(tutor, settings)
+def connect(bot: discord.Client, token: str) -> int:
+    """Run the bot until it is stopped: 0, or 2 when Discord refuses the token."""
     try:
-        bot.run(settings.token, log_handler=None)  # logging is configured by the CLI
+        bot.run(token, log_handler=None)  # logging is configured by the CLI
     except discord.LoginFailure:
         log.error("Discord rejected the token: check DISCORD_TOKEN (Developer Portal > Bot).")
         return 2
     except discord.PrivilegedIntentsRequired:  # pragma: no cover - we ask for none
         log.error("Discord refused the requested intents.")
         return 2
-    finally:
-        if sandbox:
-            sandbox.stop()
-        engine.dispose()
     return 0
-
-
-def start_sandbox(tutor: Tutor, address: str | None = None,
-                  allow_unbounded_memory: bool = False) -> BackgroundSandbox | None:
-    """Code cards are served only when their answers can be judged, under a memory limit
-    (or the operator's explicit opt-in). The sandbox client lives on its own loop thread,
-    so its I/O never waits on the gateway's loop."""
-    sandbox = BackgroundSandbox(SandboxClient(address=address,
-                                              allow_unbounded_memory=allow_unbounded_memory))
-    try:
-        sandbox.start()
-    except Exception:  # noqa: BLE001
-        log.exception("the code sandbox could not start: code cards are off")
-        sandbox.stop()
-        return None
-    if not sandbox.info.get("runs_code", True):
-        log.error("code cards are off: the sandbox has no memory limit on this host (run "
-                  "`tutor sandbox doctor`; SANDBOX_ALLOW_UNBOUNDED_MEMORY=true accepts that)")
-        sandbox.stop()
-        return None
-    tutor.code_judge = SandboxJudge(sandbox.client, sandbox.loop)
-    log.info("code sandbox ready (%s)", address or f"worker pid {sandbox.client.service_pid}")
-    return sandbox

@@ -10,13 +10,12 @@ from discord import app_commands
 
 from bot.discord_ui import charts, render
 from bot.discord_ui.components import handled
-from bot.discord_ui.flow import CardFlow
+from bot.discord_ui.handlers import CardHandlers
 from bot.discord_ui.replies import reply
-from bot.engine.boards import Boards
+from bot.engine.boards import Board, Boards, Standing
 from bot.engine.reminders import current_streak
 from bot.engine.tutor import TutorError
 from content.safe_text import literal, markdown
-from scheduler import leaderboard as lb
 
 PER_PAGE = 10
 INSIGHT_DAYS = 30
@@ -65,7 +64,7 @@ def board_title(guild_name: str, period: str, season: int) -> str:
     return f"{guild_name} · this week" if period == "week" else f"{guild_name} · season {season}"
 
 
-def board_embed(guild_name: str, period: str, season: int, result: lb.Board) -> discord.Embed:
+def board_embed(guild_name: str, period: str, season: int, result: Board) -> discord.Embed:
     title = board_title(literal(guild_name), period, season)
     lines = [_line(s) for s in result.standings] or ["No reviews in this server yet."]
     caller = result.caller
@@ -77,13 +76,13 @@ def board_embed(guild_name: str, period: str, season: int, result: lb.Board) -> 
     return embed
 
 
-def _line(s: lb.Standing) -> str:
+def _line(s: Standing) -> str:
     accuracy = "–" if s.accuracy is None else f"{s.accuracy:.0%}"
     return (f"`#{s.rank:>2}` **{literal(s.name)}** — {s.points} pts · "
             f"streak {s.streak} · {accuracy} first try")
 
 
-def board_view(period: str, result: lb.Board) -> discord.ui.View:
+def board_view(period: str, result: Board) -> discord.ui.View:
     view = discord.ui.View(timeout=None)
     view.add_item(BoardButton(period, max(1, result.page - 1), "prev", result.page <= 1))
     view.add_item(BoardButton(period, min(result.pages, result.page + 1), "next",
@@ -94,13 +93,13 @@ def board_view(period: str, result: lb.Board) -> discord.ui.View:
 class Community:
     """The handlers behind /leaderboard, /insights, the board buttons and /stats extras."""
 
-    def __init__(self, flow: CardFlow):
-        self.flow, self.tutor = flow, flow.tutor
-        self.boards = Boards(flow.tutor)
+    def __init__(self, handlers: CardHandlers):
+        self.handlers, self.tutor = handlers, handlers.tutor
+        self.boards = Boards(handlers.tutor)
 
     async def _board(self, interaction, period: str, page: int):
-        return await self.flow.db(self.boards.board, interaction.guild_id, period, page,
-                                  await self.flow.learner(interaction.user), PER_PAGE)
+        return await self.handlers.db(self.boards.board, interaction.guild_id, period, page,
+                                      await self.handlers.learner(interaction.user), PER_PAGE)
 
     async def leaderboard(self, interaction, period: str, page: int, image: bool) -> None:
         try:
@@ -132,8 +131,8 @@ class Community:
             view=board_view(period, result), attachments=[])
 
     async def insights(self, interaction) -> None:
-        found = await self.flow.db(self.boards.server_insights, interaction.guild_id,
-                                   INSIGHT_DAYS)
+        found = await self.handlers.db(self.boards.server_insights, interaction.guild_id,
+                                       INSIGHT_DAYS)
         embed = discord.Embed(title=f"What this server gets wrong (last {INSIGHT_DAYS} days)",
                               colour=render.BLUE)
         embed.add_field(name="Cards missed most", inline=False, value="\n".join(
@@ -154,7 +153,7 @@ class Community:
     async def stats_extras(self, learner, today) -> tuple[list[discord.File], list[str],
                                                             discord.ui.View | None]:
         """The /stats picture (rendered off the event loop) and your most-missed cards."""
-        activity = await self.flow.db(self.boards.activity, learner, days=182, top=3)
+        activity = await self.handlers.db(self.boards.activity, learner, days=182, top=3)
         png = await asyncio.to_thread(
             charts.stats_png, learner.display_name or "Your", activity.daily, today,
             activity.retention, current_streak(learner, today), learner.longest_streak)
@@ -172,7 +171,7 @@ class Community:
         if not self.tutor.library.has_card(card_id):
             await reply(interaction, "That card is no longer in the deck.")
             return
-        await self.flow.serve(interaction, "practice", card_id=card_id)
+        await self.handlers.serve(interaction, "practice", card_id=card_id)
 
 
 def build_community_commands(community: Community) -> list[app_commands.Command]:

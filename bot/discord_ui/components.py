@@ -19,7 +19,7 @@ SLUG = r"[a-z][a-z0-9_-]{0,39}"
 
 
 async def handled(interaction: discord.Interaction, call: Awaitable[None]) -> None:
-    """Await a component's handler call (`interaction.client.flow.on_...(...)`); a failure
+    """Await a component's handler call (`interaction.client.handlers.on_...(...)`); a failure
     is logged and apologised for, never raised."""
     try:
         await call
@@ -40,7 +40,7 @@ class OptionButton(discord.ui.DynamicItem[discord.ui.Button],
         return cls(match["serve"], int(match["attempt"]), match["option"], item.label or "?")
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        await handled(interaction, interaction.client.flow.on_answer(
+        await handled(interaction, interaction.client.handlers.on_answer(
             interaction, self.serve_id, self.attempt, self.option_id))
 
 
@@ -59,7 +59,7 @@ class BlankSelect(discord.ui.DynamicItem[discord.ui.Select],
 
     async def callback(self, interaction: discord.Interaction) -> None:
         values = (interaction.data or {}).get("values") or [""]
-        await handled(interaction, interaction.client.flow.on_pick(
+        await handled(interaction, interaction.client.handlers.on_pick(
             interaction, self.serve_id, self.blank_id, values[0]))
 
 
@@ -82,31 +82,31 @@ class _AttemptButton(discord.ui.DynamicItem[discord.ui.Button],
         return cls(match["serve"], int(match["attempt"]))
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        await handled(interaction, self.handle(interaction.client.flow, interaction))
+        await handled(interaction, self.handle(interaction.client.handlers, interaction))
 
-    def handle(self, flow, interaction) -> Awaitable[None]:
+    def handle(self, handlers, interaction) -> Awaitable[None]:
         raise NotImplementedError
 
 
 class SubmitButton(_AttemptButton, template=rf"srs:submit:{SERVE}:(?P<attempt>\d)"):
     action, label, style = "submit", "Submit", discord.ButtonStyle.primary
 
-    def handle(self, flow, interaction) -> Awaitable[None]:
-        return flow.on_submit(interaction, self.serve_id, self.attempt)
+    def handle(self, handlers, interaction) -> Awaitable[None]:
+        return handlers.on_submit(interaction, self.serve_id, self.attempt)
 
 
 class HintButton(_AttemptButton, template=rf"srs:hint:{SERVE}:(?P<attempt>\d)"):
     action, label, emoji = "hint", "Hint", "💡"
 
-    def handle(self, flow, interaction) -> Awaitable[None]:
-        return flow.on_hint(interaction, self.serve_id, self.attempt)
+    def handle(self, handlers, interaction) -> Awaitable[None]:
+        return handlers.on_hint(interaction, self.serve_id, self.attempt)
 
 
 class CodeButton(_AttemptButton, template=rf"srs:code:{SERVE}:(?P<attempt>\d)"):
     action, label, style = "code", "Write code", discord.ButtonStyle.primary
 
-    def handle(self, flow, interaction) -> Awaitable[None]:
-        return flow.on_code_button(interaction, self.serve_id, self.attempt)
+    def handle(self, handlers, interaction) -> Awaitable[None]:
+        return handlers.on_code_button(interaction, self.serve_id, self.attempt)
 
 
 class NextButton(discord.ui.DynamicItem[discord.ui.Button],
@@ -122,7 +122,7 @@ class NextButton(discord.ui.DynamicItem[discord.ui.Button],
         return cls(match["mode"], match["topic"])
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        await handled(interaction, interaction.client.flow.on_next(
+        await handled(interaction, interaction.client.handlers.on_next(
             interaction, self.mode, self.topic))
 
 

@@ -14,14 +14,13 @@ import discord
 from discord import app_commands
 
 from bot.discord_ui import render
-from bot.discord_ui.flow import CardFlow
+from bot.discord_ui.handlers import CardHandlers
 from bot.discord_ui.replies import reply
 from bot.engine.community_decks import CommunityDecks, DeckRejected, DeckSummary, Draft, Uploaded
-from bot.engine.served import Served
+from bot.engine.served import Served, preview
 from bot.engine.tutor import TutorError
 from content.safe_text import literal, markdown
 from content.schema import Deck
-from scheduler.sm2 import SM2State
 
 MAX_UPLOAD = 256 * 1024  # bytes; the engine checks the bytes again
 MESSAGE_LIMIT = 2000  # Discord's limit on a message's content
@@ -32,8 +31,8 @@ NOT_STORED = "Nothing was stored."
 REFUSED = object()  # the engine said no, and the admin was told why
 
 
-def commands(flow: CardFlow) -> list[app_commands.Group]:
-    decks = CommunityDecks(flow.tutor)
+def commands(handlers: CardHandlers) -> list[app_commands.Group]:
+    decks = CommunityDecks(handlers.tutor)
 
     group = app_commands.Group(
         name="deck", description="This server's decks: upload, share, choose (admins).",
@@ -42,7 +41,7 @@ def commands(flow: CardFlow) -> list[app_commands.Group]:
     async def engine(interaction: discord.Interaction, call, *args):
         """The engine's answer, or REFUSED after telling the admin why."""
         try:
-            return await flow.db(call, interaction.guild_id, *args)
+            return await handlers.db(call, interaction.guild_id, *args)
         except TutorError as exc:
             await reply(interaction, render.clip(markdown(exc), MESSAGE_LIMIT))  # lists grow
             return REFUSED
@@ -59,8 +58,8 @@ def commands(flow: CardFlow) -> list[app_commands.Group]:
         await interaction.response.defer(ephemeral=True, thinking=True)
         data = await file.read()
         try:
-            result = await flow.db(decks.upload, interaction.guild_id, file.filename, data,
-                                   f"discord:{interaction.user.id}")
+            result = await handlers.db(decks.upload, interaction.guild_id, file.filename, data,
+                                       f"discord:{interaction.user.id}")
         except DeckRejected as exc:
             await _send(interaction, rejection(file.filename, exc), f"{_stem(file.filename)}"
                         ".problems.txt")
@@ -76,7 +75,7 @@ def commands(flow: CardFlow) -> list[app_commands.Group]:
 
     @group.command(name="list", description="The decks this server plays and can enable.")
     async def list_(interaction: discord.Interaction) -> None:
-        summaries = await flow.db(decks.summaries, interaction.guild_id)
+        summaries = await handlers.db(decks.summaries, interaction.guild_id)
         await reply(interaction, None, embed=list_embed(summaries))
 
     @group.command(name="show", description="A deck's cards, with a preview of one.")
@@ -100,8 +99,8 @@ def commands(flow: CardFlow) -> list[app_commands.Group]:
         played = await engine(interaction, decks.set_enabled, deck, enabled)
         if played is REFUSED:
             return
-        titles = {s.deck_id: s.title for s in await flow.db(decks.summaries,
-                                                            interaction.guild_id)}
+        titles = {s.deck_id: s.title for s in await handlers.db(decks.summaries,
+                                                                interaction.guild_id)}
         await reply(interaction, "Decks played here: " + ", ".join(
             f"**{literal(titles.get(d, d))}** (`{d}`)" for d in played) + ".")
 
@@ -137,7 +136,7 @@ def commands(flow: CardFlow) -> list[app_commands.Group]:
 
     async def deck_ids(interaction: discord.Interaction,
                        current: str) -> list[app_commands.Choice[str]]:
-        ids = await flow.db(decks.ids, interaction.guild_id, current)
+        ids = await handlers.db(decks.ids, interaction.guild_id, current)
         return [app_commands.Choice(name=d, value=d) for d in ids[:25]]
 
     for command in (show, enable, disable, publish, remove, export):
@@ -242,6 +241,4 @@ def show_embeds(deck: Deck) -> list[discord.Embed]:
 
 def preview_of(card) -> Served:
     """A serve nobody answers, for rendering only: options in the file's order."""
-    return Served(serve_id="preview", learner_id=0, card_id=card.id, card_rev=card.rev,
-                  kind="new", served_at=datetime.now(UTC), state=SM2State.new(), lapses=0,
-                  review_count=None)
+    return preview(card.id, card.rev, datetime.now(UTC))

@@ -8,12 +8,11 @@ from discord import app_commands
 from bot.discord_ui import render
 from bot.discord_ui.community import Community
 from bot.discord_ui.components import handled
-from bot.discord_ui.flow import CardFlow
+from bot.discord_ui.handlers import CardHandlers
 from bot.discord_ui.options import learner_command, scheduler_choices, timezone_names
 from bot.discord_ui.replies import dm, reply
 from bot.engine import reminders as schedule
 from bot.engine.learners import RANGES
-from bot.engine.misconceptions import learner_mistakes
 from bot.engine.tutor import TutorError
 
 
@@ -32,7 +31,7 @@ class ForgetButton(discord.ui.DynamicItem[discord.ui.Button],
         return cls(int(match["user"]), match["choice"])
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        await handled(interaction, interaction.client.flow.on_forget(
+        await handled(interaction, interaction.client.handlers.on_forget(
             interaction, self.user_id, self.choice == "yes"))
 
 
@@ -51,14 +50,14 @@ DailyMinimum = _range("daily_minimum")
 FOLLOW_SERVER = "server"
 
 
-def commands(flow: CardFlow, community: Community) -> list[app_commands.Command]:
-    tutor = flow.tutor
+def commands(handlers: CardHandlers, community: Community) -> list[app_commands.Command]:
+    tutor = handlers.tutor
 
     @learner_command(name="stats", description="Your progress.")
     async def stats(interaction: discord.Interaction) -> None:
-        learner = await flow.learner(interaction.user)
-        reviewed, first_try, seen = await flow.db(flow.learners.totals, learner)
-        progress = await flow.db(tutor.progress, learner, guild_id=interaction.guild_id)
+        learner = await handlers.learner(interaction.user)
+        reviewed, first_try, seen = await handlers.db(handlers.learners.totals, learner)
+        progress = await handlers.db(tutor.progress, learner, guild_id=interaction.guild_id)
         embed = render.progress_embed(
             interaction.user.display_name, progress, reviewed,
             first_try / reviewed if reviewed else None, len(tutor.servable()), seen)
@@ -66,7 +65,7 @@ def commands(flow: CardFlow, community: Community) -> list[app_commands.Command]
         embed.add_field(name="Streak", value=f"{streak} day(s)"
                         f" (longest {learner.longest_streak})")
         embed.add_field(name="Scheduler", value=render.scheduler_line(learner, progress.choice))
-        mistakes = await flow.db(learner_mistakes, tutor.store, tutor.library, learner.id)
+        mistakes = await handlers.db(handlers.learners.mistakes, learner)
         if mistakes:
             embed.add_field(name="Misconceptions", inline=False,
                             value=render.field_text(render.misconception_lines(mistakes)))
@@ -106,7 +105,7 @@ def commands(flow: CardFlow, community: Community) -> list[app_commands.Command]
         daily_minimum: DailyMinimum | None = None,
         scheduler: str | None = None,
     ) -> None:
-        learner = await flow.learner(interaction.user)
+        learner = await handlers.learner(interaction.user)
         changes = {k: v for k, v in {
             "timezone": timezone, "reminder_hour": reminder_hour,
             "reminders_enabled": reminders, "leaderboard_visible": leaderboard,
@@ -116,7 +115,7 @@ def commands(flow: CardFlow, community: Community) -> list[app_commands.Command]
         if scheduler is not None:  # "server": follow the server's choice again
             changes["scheduler"] = None if scheduler == FOLLOW_SERVER else scheduler
         try:
-            learner = await flow.db(flow.learners.update_settings, learner, changes)
+            learner = await handlers.db(handlers.learners.update_settings, learner, changes)
         except TutorError as exc:
             await reply(interaction, str(exc))
             return
@@ -132,7 +131,7 @@ def commands(flow: CardFlow, community: Community) -> list[app_commands.Command]
             f"Leaderboards: **{'shown' if learner.leaderboard_visible else 'hidden'}**",
             f"New cards per day: **{learner.new_per_day}**",
             "Scheduler: " + render.scheduler_line(
-                learner, await flow.db(tutor.choice, learner, interaction.guild_id)),
+                learner, await handlers.db(tutor.choice, learner, interaction.guild_id)),
         ]
         if reminders:
             await interaction.response.defer(ephemeral=True)

@@ -8,7 +8,7 @@ from functools import cache
 
 from discord import app_commands
 
-from scheduler.choice import SCHEDULERS
+from bot.engine.choice import SCHEDULERS
 
 
 @cache

@@ -50,7 +50,8 @@ class ReminderButton(discord.ui.DynamicItem[discord.ui.Button],
         return cls(match["action"])
 
     async def callback(self, interaction: discord.Interaction) -> None:
-        await handled(interaction, interaction.client.flow.on_reminder(interaction, self.action))
+        await handled(interaction, interaction.client.handlers.on_reminder(
+            interaction, self.action))
 
 
 def reminder_view() -> discord.ui.View:

@@ -11,6 +11,7 @@ from datetime import date
 import discord
 
 from bot.discord_ui import components as c
+from bot.engine.choice import SCHEDULERS, Choice
 from bot.engine.feedback import (
     KIND_LABEL,
     Feedback,
@@ -23,12 +24,10 @@ from bot.engine.feedback import (
 )
 from bot.engine.misconceptions import LearnerMistake
 from bot.engine.served import Served
-from bot.engine.tutor import MAX_ATTEMPTS, Progress, Verdict
+from bot.engine.tutor import MAX_ATTEMPTS, Learner, Progress, Verdict
 from content.loader import AnyCard
 from content.safe_text import clip, code_span, literal, markdown, plain
 from content.schema import ChoiceCard, FillInCard
-from scheduler.choice import SCHEDULERS, Choice
-from scheduler.storage.models import Learner
 
 BLUE, GREEN, RED, GREY = 0x5865F2, 0x57F287, 0xED4245, 0x99AAB5
 

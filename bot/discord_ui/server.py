@@ -5,18 +5,18 @@ from __future__ import annotations
 import discord
 from discord import app_commands
 
-from bot.discord_ui.flow import CardFlow
+from bot.discord_ui.handlers import CardHandlers
 from bot.discord_ui.options import scheduler_choices, timezone_names
 from bot.discord_ui.replies import reply
+from bot.engine.choice import SCHEDULERS
 from bot.engine.servers import WEEKDAYS, Servers
 from bot.engine.tutor import TutorError
-from scheduler.choice import SCHEDULERS, resolve
 
 DEFAULT = "default"
 
 
-def commands(flow: CardFlow) -> list[app_commands.Group]:
-    servers = Servers(flow.tutor)
+def commands(handlers: CardHandlers) -> list[app_commands.Group]:
+    servers = Servers(handlers.tutor)
 
     server = app_commands.Group(
         name="server-settings", description="Settings for this server (admins).",
@@ -25,7 +25,7 @@ def commands(flow: CardFlow) -> list[app_commands.Group]:
     @server.command(name="public-play",
                     description="Allow learners to show cards to the channel.")
     async def public_play(interaction: discord.Interaction, enabled: bool) -> None:
-        await flow.db(servers.set_public_play, interaction.guild_id, enabled)
+        await handlers.db(servers.set_public_play, interaction.guild_id, enabled)
         await reply(interaction, "Public play is now " + ("**allowed**." if enabled else
                                                           "**off**: cards stay private."))
 
@@ -34,8 +34,8 @@ def commands(flow: CardFlow) -> list[app_commands.Group]:
     @app_commands.describe(channel="Leave empty to stop posting reminders in this server")
     async def reminder_channel(interaction: discord.Interaction,
                                channel: discord.TextChannel | None = None) -> None:
-        await flow.db(servers.set_reminder_channel, interaction.guild_id,
-                      channel.id if channel else None)
+        await handlers.db(servers.set_reminder_channel, interaction.guild_id,
+                          channel.id if channel else None)
         await reply(interaction, f"Reminders for learners with closed DMs go to "
                                  f"{channel.mention}." if channel else
                     "Reminders are no longer posted in this server.")
@@ -51,15 +51,14 @@ def commands(flow: CardFlow) -> list[app_commands.Group]:
         guild_id = interaction.guild_id
         try:
             if scheduler is not None:
-                await flow.db(servers.set_scheduler, guild_id,
-                              None if scheduler == DEFAULT else scheduler)
+                await handlers.db(servers.set_scheduler, guild_id,
+                                  None if scheduler == DEFAULT else scheduler)
             if remediation is not None:
-                await flow.db(servers.set_remediation, guild_id, remediation)
+                await handlers.db(servers.set_remediation, guild_id, remediation)
         except TutorError as exc:
             await reply(interaction, str(exc))
             return
-        settings = await flow.db(servers.settings, guild_id)
-        choice = resolve(None, settings.scheduler, settings.remediation)
+        choice = await handlers.db(servers.default_choice, guild_id)
         await reply(interaction, f"Learners here are scheduled by "
                                  f"**{SCHEDULERS[choice.scheduler]}** unless they chose "
                                  f"otherwise in /settings; remediation of mistakes is "
@@ -68,7 +67,7 @@ def commands(flow: CardFlow) -> list[app_commands.Group]:
     @server.command(name="new-season",
                     description="Start a new leaderboard season (history is kept).")
     async def new_season(interaction: discord.Interaction) -> None:
-        season = await flow.db(servers.new_season, interaction.guild_id)
+        season = await handlers.db(servers.new_season, interaction.guild_id)
         await reply(interaction, f"Season {season} starts now: the season board "
                                  "is empty again; everyone's history and progress are kept.",
                     ephemeral=False)
@@ -81,8 +80,8 @@ def commands(flow: CardFlow) -> list[app_commands.Group]:
     async def board_settings(interaction: discord.Interaction, timezone: str | None = None,
                              week_starts: int | None = None) -> None:
         try:
-            settings = await flow.db(servers.set_board, interaction.guild_id, timezone,
-                                     week_starts)
+            settings = await handlers.db(servers.set_board, interaction.guild_id, timezone,
+                                         week_starts)
         except TutorError as exc:
             await reply(interaction, str(exc))
             return

@@ -2,7 +2,7 @@
 
 The engine is synchronous and runs code answers off the event loop (a worker thread);
 the sandbox client is asyncio, on a loop thread of its own (bot.sandbox.background).
-`SandboxJudge` bridges the two, and `report_from` turns the sandbox's typed result into the
+`SandboxJudge` bridges the two, and `report_from` turns the sandbox's result into the
 engine's CodeReport.
 """
 
@@ -67,3 +67,4 @@ class SandboxJudge:
             raise TryAgain(str(exc)) from None
         record_sandbox(result.status, time.perf_counter() - started)
         return report_from(result)
+

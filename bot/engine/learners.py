@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from bot.engine.misconceptions import LearnerMistake, learner_mistakes
 from bot.engine.tutor import Tutor, TutorError
 from scheduler.choice import SchedulerName
 from scheduler.reminders import reschedule
@@ -87,3 +88,8 @@ class Learners:
     def forget(self, learner: Learner) -> None:
         """Delete the learner and everything of theirs."""
         self.store.learners.delete(learner.id)
+
+    def mistakes(self, learner: Learner) -> list[LearnerMistake]:
+        """The learner's misconceptions, open ones first (bot.engine.misconceptions)."""
+        return learner_mistakes(self.store, self.tutor.library, learner.id)
+

@@ -89,3 +89,9 @@ def new_serve_id(now: datetime) -> str:
     """Time-ordered (like a UUIDv7): new log rows append to the unique index instead of
     landing on random pages, which makes each durable commit cheaper."""
     return f"{int(now.timestamp() * 1000):011x}{secrets.token_hex(6)}"
+
+
+def preview(card_id: str, card_rev: int, at: datetime) -> Served:
+    """A serve nobody answers, for showing a card only: options in the file's order."""
+    return Served(serve_id="preview", learner_id=0, card_id=card_id, card_rev=card_rev,
+                  kind="new", served_at=at, state=SM2State.new(), lapses=0, review_count=None)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.engine.tutor import Tutor, TutorError
-from scheduler.choice import SchedulerName
+from scheduler.choice import Choice, SchedulerName, resolve
 from scheduler.storage.models import GuildSettings
 from scheduler.studyday import resolve_zone
 
@@ -61,3 +61,8 @@ class Servers:
                                        + ".")
             changes["week_start"] = week_start
         return self.store.servers.update_settings(guild_id, **changes)
+
+    def default_choice(self, guild_id: int) -> Choice:
+        """What schedules this server's learners who chose no scheduler themselves."""
+        settings = self.store.servers.settings(guild_id)
+        return resolve(None, settings.scheduler, settings.remediation)

@@ -15,8 +15,13 @@ def library() -> DeckLibrary:
 
 
 @pytest.fixture
-def bot_tutor(store, library, clock) -> Tutor:
-    return Tutor(store, library, clock=clock)
+def deck_library(library) -> DeckLibrary:
+    return library
+
+
+@pytest.fixture
+def bot_tutor(tutor) -> Tutor:
+    return tutor
 
 
 @pytest.fixture

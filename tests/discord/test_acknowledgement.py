@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import discord
 import pytest
 
-from bot.discord_ui.flow import CardFlow
+from bot.discord_ui.handlers import CardHandlers
 from bot.discord_ui.replies import ACK_FLOOR, ACK_WINDOW, ack_budget
 from bot.engine.served_cards import Gone
 from bot.engine.tutor import Tutor
@@ -39,9 +39,9 @@ class _ServerDatabaseTutor(Tutor):
 @pytest.mark.sqlite_only
 async def test_engine_calls_wait_on_a_worker_only_for_a_database_server(store, library, clock):
     loop_thread = threading.get_ident()
-    on_sqlite = CardFlow(Tutor(store, library, clock=clock))
+    on_sqlite = CardHandlers(Tutor(store, library, clock=clock))
     assert await on_sqlite.db(threading.get_ident) == loop_thread
-    on_server = CardFlow(_ServerDatabaseTutor(store, library, clock=clock))
+    on_server = CardHandlers(_ServerDatabaseTutor(store, library, clock=clock))
     assert await on_server.db(threading.get_ident) != loop_thread
     with pytest.raises(Gone):  # a refusal reaches the handler as it would inline
         await on_server.db(on_server.play.code_card, "nope", 0, None)

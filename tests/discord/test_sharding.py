@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.discord_ui.client import ShardedTutorBot, TutorBot, make_bot
+from bot.discord_ui.client import ShardedTutorBot, TutorBot
 from bot.settings import Settings
 
 
@@ -24,10 +24,10 @@ async def test_servers_on_both_shards_are_served(simcord_env):
     assert sorted(simcord_env.bot.shards) == [0, 1]
 
 
-def test_settings_choose_the_client(bot_tutor, monkeypatch):
+def test_settings_choose_the_client(app, monkeypatch):
     monkeypatch.delenv("DISCORD_SHARD_COUNT", raising=False)
-    assert type(make_bot(bot_tutor, Settings(_env_file=None))) is TutorBot
-    sharded = make_bot(bot_tutor, Settings(_env_file=None, discord_shard_count=4,
-                                           discord_shard_ids=[2, 3]))
+    assert type(app.discord_bot(Settings(_env_file=None))) is TutorBot
+    sharded = app.discord_bot(Settings(_env_file=None, discord_shard_count=4,
+                                       discord_shard_ids=[2, 3]))
     assert isinstance(sharded, ShardedTutorBot)
     assert (sharded.shard_count, sharded.shard_ids) == (4, [2, 3])

@@ -43,7 +43,7 @@ def test_the_operator_can_opt_in_to_rlimits_only(tmp_path):
 
 
 def test_the_bot_turns_code_cards_off_when_the_sandbox_runs_no_code(monkeypatch, caplog):
-    from bot.discord_ui import client as discord_client
+    from bot import app
     from bot.sandbox.client import SandboxClient
 
     async def unbounded_start(self):
@@ -60,6 +60,6 @@ def test_the_bot_turns_code_cards_off_when_the_sandbox_runs_no_code(monkeypatch,
 
     tutor = Tutor()
     with caplog.at_level(logging.ERROR):
-        assert discord_client.start_sandbox(tutor) is None
+        assert app.start_sandbox(tutor) is None
     assert tutor.code_judge is None
     assert [r.message for r in caplog.records if "code cards are off" in r.message]

@@ -1,7 +1,8 @@
-"""Playing cards in Discord: serve, answer, hint, code, next. A thin layer on the engine
-(`bot.engine.served_cards` keeps served cards and their attempts; `bot.engine.learners` a
-learner's settings):
-this module only turns clicks into calls and results into messages, and holds no state.
+"""The handlers behind a card's buttons, modals and code replies (serve, answer, hint,
+code, next), reminder buttons and /forget-me: a thin layer on the engine (`bot.engine.served_cards`
+keeps served cards and their attempts; `bot.engine.learners` a learner's settings). This
+module only turns clicks into engine calls and results into messages, and holds no state;
+the other features run their database calls through `CardHandlers.db` too.
 """
 
 from __future__ import annotations
@@ -20,8 +21,7 @@ from bot.discord_ui.replies import reply
 from bot.engine.feedback import when
 from bot.engine.learners import Learners
 from bot.engine.served_cards import Finished, ServedCards
-from bot.engine.tutor import AlreadyCounted, StaleCard, Tutor, TutorError, Verdict
-from scheduler.storage.models import Learner
+from bot.engine.tutor import AlreadyCounted, Learner, StaleCard, Tutor, TutorError, Verdict
 
 log = logging.getLogger(__name__)
 FENCED = re.compile(r"```(?:py|python|python3)?[ \t]*\n(?P<code>.*?)```", re.S | re.I)
@@ -33,7 +33,10 @@ NOTHING = {
 }
 
 
-class CardFlow:
+class CardHandlers:
+    """Every feature's way into the engine (`db`, `learner`), and the card handlers that the
+    components call as `interaction.client.handlers.on_...(...)`."""
+
     def __init__(self, tutor: Tutor):
         self.tutor = tutor
         self.play = ServedCards(tutor)

@@ -1,0 +1,145 @@
+"""The composition root: the one place that builds the database, the store, the decks, the
+engine (`Tutor`), the code sandbox and the front ends, from Settings or explicit values, and
+takes them down again. `tutor run`, `tutor practice`, `tutor deck ...`, the benchmarks and
+the tests' fixtures all build here; the front ends get plain arguments and no settings.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from bot.engine.code_judge import SandboxJudge
+from bot.engine.tutor import Tutor
+from bot.sandbox.background import BackgroundSandbox
+from bot.sandbox.client import SandboxClient
+from bot.settings import DISCORD_API, DISCORD_GATEWAY, Settings
+from content.loader import DeckLibrary
+from scheduler.storage.db import make_engine, upgrade
+from scheduler.storage.store import Store
+
+if TYPE_CHECKING:
+    import discord
+    import sqlalchemy as sa
+
+    from bot.terminal import Console
+
+log = logging.getLogger(__name__)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def open_store(database_url: str) -> Store:
+    """The database at this URL, migrated to the current schema, behind its Store."""
+    engine = make_engine(database_url)
+    upgrade(engine)
+    return Store(engine)
+
+
+@dataclass(frozen=True)
+class App:
+    """What `build` made. `close()` (or leaving a `with` block) stops the sandbox and
+    disposes the database engine."""
+
+    tutor: Tutor
+    sandbox: BackgroundSandbox | None = None
+
+    @property
+    def store(self) -> Store:
+        return self.tutor.store
+
+    @property
+    def engine(self) -> sa.Engine:
+        return self.tutor.store.engine
+
+    def close(self) -> None:
+        if self.sandbox:
+            self.sandbox.stop()
+        self.engine.dispose()
+
+    def __enter__(self) -> App:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def discord_bot(self, settings: Settings) -> discord.Client:
+        """The Discord front end on this tutor, as the settings configure it."""
+        from bot.discord_ui.client import make_bot
+
+        return make_bot(self.tutor, dev_guild_id=settings.discord_dev_guild_id,
+                        reminders=settings.reminders,
+                        metrics=(settings.metrics_host, settings.metrics_port)
+                        if settings.metrics_port else None,
+                        shard_count=settings.discord_shard_count,
+                        shard_ids=settings.discord_shard_ids)
+
+    def console(self, name: str, deck_id: str | None = None, **options) -> Console:
+        """The terminal front end for the local learner `name`."""
+        from bot.terminal import Console
+
+        learner = self.tutor.learner(f"local:{name}", display_name=name)
+        return Console(self.tutor, learner, deck_id, **options)
+
+
+def build(settings: Settings | None = None, *, database_url: str | None = None,
+          library: DeckLibrary | None = None, clock: Callable[[], datetime] | None = None,
+          sandbox: bool | None = None) -> App:
+    """The store (migrated), the decks (default: the bundled ones), the tutor on `clock`
+    (default: UTC now) and, when `sandbox` is on, the code sandbox. What is not given comes
+    from `settings`, read from the environment only when something is needed from it."""
+    def setting(name: str):
+        nonlocal settings
+        if settings is None:
+            settings = Settings()
+        return getattr(settings, name)
+
+    store = open_store(database_url or setting("database_url"))
+    tutor = Tutor(store, DeckLibrary.load() if library is None else library,
+                  clock=clock or utc_now)
+    if sandbox is None:
+        sandbox = setting("sandbox")
+    return App(tutor, start_sandbox(tutor, setting("sandbox_address"),
+                                    setting("sandbox_allow_unbounded_memory"))
+               if sandbox else None)
+
+
+def start_sandbox(tutor: Tutor, address: str | None = None,
+                  allow_unbounded_memory: bool = False) -> BackgroundSandbox | None:
+    """Code cards are served only when their answers can be judged, under a memory limit
+    (or the operator's explicit opt-in). The sandbox client lives on its own loop thread,
+    so its I/O never waits on the gateway's loop."""
+    sandbox = BackgroundSandbox(SandboxClient(address=address,
+                                              allow_unbounded_memory=allow_unbounded_memory))
+    try:
+        sandbox.start()
+    except Exception:  # noqa: BLE001
+        log.exception("the code sandbox could not start: code cards are off")
+        sandbox.stop()
+        return None
+    if not sandbox.info.get("runs_code", True):
+        log.error("code cards are off: the sandbox has no memory limit on this host (run "
+                  "`tutor sandbox doctor`; SANDBOX_ALLOW_UNBOUNDED_MEMORY=true accepts that)")
+        sandbox.stop()
+        return None
+    tutor.code_judge = SandboxJudge(sandbox.client, sandbox.loop)
+    log.info("code sandbox ready (%s)", address or f"worker pid {sandbox.client.service_pid}")
+    return sandbox
+
+
+def run(settings: Settings) -> int:
+    """`tutor run`: connect to Discord (or whatever the endpoint settings point at)."""
+    from bot.discord_ui.client import connect, use_endpoints
+
+    if settings.discord_api_base_url != DISCORD_API or settings.discord_gateway_url != (
+            DISCORD_GATEWAY):
+        use_endpoints(settings.discord_api_base_url, settings.discord_gateway_url)
+        log.info("using REST %s and gateway %s", settings.discord_api_base_url,
+                 settings.discord_gateway_url)
+    with build(settings) as app:
+        return connect(app.discord_bot(settings), settings.token)
