@@ -33,7 +33,7 @@ def points_sql() -> sa.ColumnElement:
         else_=0)
 
 
-class Boards(Queries):
+class BoardQueries(Queries):
     """`store.boards`."""
 
     def standings(self, guild_id: int, since: datetime | None, *, page: int = 1,

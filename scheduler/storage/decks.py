@@ -37,7 +37,7 @@ class NewVersion:
     enabled: list[str] | None  # the uploading server's decks afterwards (None: bundled)
 
 
-class Decks(Queries):
+class DeckQueries(Queries):
     """`store.decks`."""
 
     def get(self, deck_id: str) -> sa.Row | None:

@@ -12,7 +12,7 @@ from scheduler.storage.models import Learner
 learner_t = Learner.__table__
 
 
-class Learners(Queries):
+class LearnerQueries(Queries):
     """`store.learners`."""
 
     def __init__(self, engine: sa.Engine):

@@ -20,7 +20,7 @@ def _key(table: sa.Table, *names: str):
     return [table.c[n] == sa.bindparam(f"k_{n}") for n in names]
 
 
-class Misconceptions(Queries):
+class MisconceptionQueries(Queries):
     """`store.misconceptions`. Its writes run in the answer's transaction (Store.record),
     as statements compiled once."""
 

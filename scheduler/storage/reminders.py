@@ -28,7 +28,7 @@ def due_day_sql(scheduler: SchedulerName) -> sa.ColumnElement:
     return sa.func.coalesce(state_t.c[due.column], state_t.c[due.fallback])
 
 
-class Reminders(Queries):
+class ReminderQueries(Queries):
     """`store.reminders`."""
 
     def claim(self, now: datetime, token: str, expired_before: datetime,

@@ -14,7 +14,7 @@ state_t = CardState.__table__
 log_t = ReviewLog.__table__
 
 
-class Reviews(Queries):
+class ReviewQueries(Queries):
     """`store.reviews`."""
 
     # Card states come back as plain rows (attribute access): validating them into

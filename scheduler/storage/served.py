@@ -1,5 +1,5 @@
 """Served cards kept between requests (Discord): their attempt state and select-menu
-drafts. The engine (`bot.engine.play`) is their only user."""
+drafts. The engine (`bot.engine.served_cards`) is their only user."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def _keeping_draft() -> sa.Update:
     return advance_statement().values(draft=served_t.c.draft)
 
 
-class ServedCards(Queries):
+class ServedQueries(Queries):
     """`store.served`."""
 
     def save(self, serve_id: str, learner_id: int, served: dict, at: datetime) -> None:

@@ -13,7 +13,7 @@ member_t = GuildMember.__table__
 guild_t = GuildSettings.__table__
 
 
-class Servers(Queries):
+class ServerQueries(Queries):
     """`store.servers`."""
 
     def __init__(self, engine: sa.Engine):

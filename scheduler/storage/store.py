@@ -17,16 +17,16 @@ from datetime import date, datetime, timedelta
 import sqlalchemy as sa
 
 from scheduler.choice import DEFAULT_SCHEDULER, SchedulerName
-from scheduler.storage.boards import Boards
-from scheduler.storage.decks import Decks
-from scheduler.storage.learners import Learners
-from scheduler.storage.misconceptions import Misconceptions
+from scheduler.storage.boards import BoardQueries
+from scheduler.storage.decks import DeckQueries
+from scheduler.storage.learners import LearnerQueries
+from scheduler.storage.misconceptions import MisconceptionQueries
 from scheduler.storage.models import CardState, Learner, ReviewLog
 from scheduler.storage.prepared import Prepared
-from scheduler.storage.reminders import Reminders
-from scheduler.storage.reviews import Reviews
-from scheduler.storage.served import ServedCards, advance_statement, advance_values
-from scheduler.storage.servers import Servers
+from scheduler.storage.reminders import ReminderQueries
+from scheduler.storage.reviews import ReviewQueries
+from scheduler.storage.served import ServedQueries, advance_statement, advance_values
+from scheduler.storage.servers import ServerQueries
 
 learner_t = Learner.__table__
 state_t = CardState.__table__
@@ -115,14 +115,14 @@ class Store:
 
     def __init__(self, engine: sa.Engine):
         self.engine = engine
-        self.learners = Learners(engine)
-        self.servers = Servers(engine)
-        self.reviews = Reviews(engine)
-        self.served = ServedCards(engine)
-        self.decks = Decks(engine)
-        self.boards = Boards(engine)
-        self.reminders = Reminders(engine)
-        self.misconceptions = Misconceptions(engine)
+        self.learners = LearnerQueries(engine)
+        self.servers = ServerQueries(engine)
+        self.reviews = ReviewQueries(engine)
+        self.served = ServedQueries(engine)
+        self.decks = DeckQueries(engine)
+        self.boards = BoardQueries(engine)
+        self.reminders = ReminderQueries(engine)
+        self.misconceptions = MisconceptionQueries(engine)
         self._write_lock = threading.Lock()
         self._write_conn = None
         self._integrity_error = engine.dialect.loaded_dbapi.IntegrityError
