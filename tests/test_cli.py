@@ -6,20 +6,12 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 from content.loader import load_deck
 from content.schema import json_schema
 from scheduler.storage.db import head_revision
+from tests.helpers.cli import tutor
 from tests.helpers.paths import REPO
-
-
-def tutor(*args: str, cwd: Path = REPO, stdin: str = "") -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DISCORD_TOKEN")}
-    return subprocess.run(
-        [sys.executable, "-m", "bot", *args], input=stdin, capture_output=True, text=True,
-        cwd=cwd, env={**env, "PYTHONPATH": str(REPO)}, timeout=60,
-    )
 
 
 def test_deck_validate_passes_on_the_bundled_deck():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import yaml
 
-from tests.test_cli import tutor
-from tests.test_community_decks import DECK, deck_yaml
+from tests.helpers.cli import tutor
+from tests.helpers.decks import DECK, deck_yaml
 
 
 def test_publish_stores_a_version_and_list_shows_every_deck(tmp_path):
