@@ -22,6 +22,7 @@ POSTGRES_TESTS := tests/test_store.py tests/test_tutor.py tests/test_reminders.p
 	tests/test_remediation.py tests/discord/test_learning_choices.py
 
 test: $(STAMP)
+	$(VENV)/bin/lint-imports  # the layers (pyproject.toml, docs/architecture.md)
 	$(VENV)/bin/pytest
 	tests/postgres.sh $(VENV)/bin/pytest -q $(POSTGRES_TESTS)
 
