@@ -20,7 +20,7 @@ study-day numbers in the simulator), as long as they compare.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Literal, NamedTuple, Protocol
@@ -70,21 +70,24 @@ class MetCard(NamedTuple):
     remedy: Day | None
 
 
-def pick_next(met: Mapping[str, Met], unseen: Sequence[str], today: Day, *, new_left: int,
+def pick_next(met: Mapping[str, Met], unseen: Sequence[str], today: Day, *,
+              new_left: int | Callable[[], int],
               mode: Mode = "auto", remediation: bool = False,
               tests: Mapping[str, Collection[str]] | None = None,
               open_mistakes: Collection[str] = ()) -> Pick | None:
     """The card to serve next and why, or None when the day (in this mode) is done.
 
     `met`: the learner's met cards by id; `unseen`: the others, in deck order; `new_left`:
-    new cards the day still allows; `tests` and `open_mistakes` (with remediation): the
-    mistake ids each unseen card tests, and the learner's open misconceptions."""
+    new cards the day still allows, or a function asked only when a new card could come
+    next (at most once: the engine's costs a query); `tests` and `open_mistakes` (with
+    remediation): the mistake ids each unseen card tests, and the learner's open
+    misconceptions."""
     if mode != "learn":
         due = [(not m.relearn, m.due_day, m.risk, card_id) for card_id, m in met.items()
                if m.relearn or m.due_day <= today]
         if due:
             return Pick(min(due)[3], "review")
-    if mode in ("auto", "learn") and unseen and new_left > 0:
+    if mode in ("auto", "learn") and unseen and _count(new_left) > 0:
         if remediation:
             unseen = new_card_order(list(unseen), tests or {}, open_mistakes)
         return Pick(unseen[0], "new")
@@ -100,7 +103,11 @@ def pick_next(met: Mapping[str, Met], unseen: Sequence[str], today: Day, *, new_
             return Pick(min(drills)[1], "drill")
     if mode == "practice":
         if unseen:
-            return Pick(unseen[0], "new" if new_left > 0 else "cram")
+            return Pick(unseen[0], "new" if _count(new_left) > 0 else "cram")
         if met:
             return Pick(min((m.last_at, card_id) for card_id, m in met.items())[1], "cram")
     return None
+
+
+def _count(new_left: int | Callable[[], int]) -> int:
+    return new_left() if callable(new_left) else new_left

@@ -52,3 +52,17 @@ def test_practice_serves_anything_new_within_the_limit_else_cram_then_the_stales
     assert pick_next(cards, [], TODAY, new_left=0, mode="practice") == Pick("b", "cram")
     assert pick_next({}, [], TODAY, new_left=0, mode="practice") is None
     assert pick_next(cards, [], TODAY, new_left=0, mode="review") is None
+
+
+def test_the_days_new_card_allowance_is_asked_only_when_a_new_card_could_come_next():
+    asked = []
+
+    def allowance() -> int:
+        asked.append(1)
+        return 1
+
+    due = {"d": met(due_day=TODAY)}
+    assert pick_next(due, ["new"], TODAY, new_left=allowance) == Pick("d", "review")
+    assert asked == []  # a review comes first: the allowance (a query) is never needed
+    assert pick_next({}, ["new"], TODAY, new_left=allowance) == Pick("new", "new")
+    assert asked == [1]

@@ -192,7 +192,7 @@ class Tutor:
         tests = held_tests(self.library, [cards[card_id] for card_id in unseen], held) \
             if choice.remediation else None
         pick = pick_next(met, unseen, today, mode=mode, remediation=choice.remediation,
-                         new_left=self._new_left(learner, today) if unseen else 0,
+                         new_left=lambda: self._new_left(learner, today),
                          tests=tests, open_mistakes={m for _, m in held})
         if pick is None:
             return None
