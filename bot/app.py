@@ -60,6 +60,7 @@ class App:
     def close(self) -> None:
         if self.sandbox:
             self.sandbox.stop()
+        self.store.close()  # its long-lived SQLite connection, before the engine goes
         self.engine.dispose()
 
     def __enter__(self) -> App:

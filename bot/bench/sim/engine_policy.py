@@ -12,14 +12,14 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from bot.app import build
 from bot.bench.sim.deck import SimCard
 from bot.bench.sim.learner import Answer
 from bot.engine.learners import Learners
 from bot.engine.tutor import Tutor
 from content.loader import DeckLibrary
 from scheduler.next_card import Pick
-from scheduler.storage.db import make_engine, sqlite_url, upgrade
-from scheduler.storage.store import Store
+from scheduler.storage.db import sqlite_url
 
 __all__ = ["EnginePolicy"]
 
@@ -79,10 +79,10 @@ class EnginePolicy:
                  scheduler: str = "sm2", remediation: bool = False):
         self.name = scheduler.replace("sm2", "sm2-ours") + ("+remediation" * remediation)
         self.choice = {"scheduler": scheduler, "remediation": remediation}
-        self.engine = make_engine(sqlite_url(Path(folder) / "learning.db"))
-        upgrade(self.engine)
         self.clock = _Clock()
-        self.tutor = Tutor(Store(self.engine), library or DeckLibrary.load(), clock=self.clock)
+        self.app = build(database_url=sqlite_url(Path(folder) / "learning.db"),
+                         library=library, clock=self.clock, sandbox=False)
+        self.tutor = self.app.tutor
 
     def schedule(self, cards: list[SimCard], new_per_day: int, key: str) -> EngineSchedule:
         servable = [c.id for c in self.tutor.servable()]
@@ -94,5 +94,4 @@ class EnginePolicy:
         return f"{self.name} through bot.engine.tutor.Tutor on SQLite"
 
     def close(self) -> None:
-        self.tutor.store.close()
-        self.engine.dispose()
+        self.app.close()
