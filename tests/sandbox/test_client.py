@@ -10,7 +10,7 @@ import pytest
 
 from bot.sandbox.client import SandboxBusy, SandboxClient
 from bot.sandbox.protocol import ERROR, OK
-from tests.sandbox.conftest import TEST_LIMITS, sleeping_child, wait_until
+from tests.helpers.sandbox import TEST_LIMITS, sleeping_child, wait_until
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

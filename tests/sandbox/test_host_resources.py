@@ -28,7 +28,7 @@ import pytest_asyncio
 from bot.sandbox.client import SandboxClient
 from bot.sandbox.protocol import OK, Limits, RunResult
 from tests.helpers.paths import REPO
-from tests.sandbox.conftest import sleeping_child, wait_until
+from tests.helpers.sandbox import sleeping_child, wait_until
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"),
               pytest.mark.skipif(os.geteuid() != 0, reason="the charge to host root is the point")]

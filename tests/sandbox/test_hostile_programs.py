@@ -73,7 +73,7 @@ import pytest
 from bot.engine.code_judge import report_from
 from bot.sandbox.protocol import ERROR, MEMORY, OK, OUTPUT_LIMIT, TIMEOUT, RunResult
 from tests.helpers.paths import REPO
-from tests.sandbox.conftest import TEST_LIMITS
+from tests.helpers.sandbox import TEST_LIMITS
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

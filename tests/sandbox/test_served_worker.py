@@ -20,7 +20,7 @@ from bot.sandbox import syscalls as sc
 from bot.sandbox.client import SandboxClient
 from bot.sandbox.protocol import OK, TIMEOUT
 from tests.helpers.paths import REPO
-from tests.sandbox.conftest import jailed_processes, wait_until
+from tests.helpers.sandbox import jailed_processes, wait_until
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"),
               pytest.mark.skipif(os.geteuid() != 0, reason="mounts a tmpfs: needs root")]

@@ -27,8 +27,8 @@ import pytest_asyncio
 from bot.sandbox.client import SandboxBusy, SandboxClient
 from bot.sandbox.protocol import ERROR, OK, RunResult
 from tests.helpers.paths import REPO
+from tests.helpers.sandbox import in_syscall, jailed_processes, sleeping_child, wait_until
 from tests.helpers.train_loop import REFERENCE
-from tests.sandbox.conftest import in_syscall, jailed_processes, sleeping_child, wait_until
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 LIMITS = {"wall_s": 10.0, "cpu_s": 12, "memory_mb": 384, "data_mb": 192, "pids": 16}
