@@ -205,7 +205,7 @@ def _question(page: _Page, draft: Draft) -> dict:
     card["options"] = options
     correct = next(o for o in options if o.get("correct"))
     set_hint(card, flags, re.sub(r"\s*\[OK\]$", "", hint.strip()), [correct["text"]],
-              stems(f"{correct['text']} {final}"))
+             stems(f"{correct['text']} {final}"))
     flags += indent_flags(code, "the question's code") + gap_flags(letters, "options")
     if not check:
         flags.append("missing: takeaway (the page has no Quick Check)")

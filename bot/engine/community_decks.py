@@ -90,7 +90,7 @@ class CommunityDecks:
         self._check_owner(guild_id, deck.id, row, line_finder(text)(("id",)))
         if row is not None:
             previous = parse_deck(store.decks.yaml(deck.id, row.version), deck.id,
-                                   giveaways=False)
+                                  giveaways=False)
             _check_revs(previous, deck, row.version, line_finder(text))
         enabled = self.enabled(guild_id)
         chosen = enabled + [deck.id] * (deck.id not in enabled)

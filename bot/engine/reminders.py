@@ -159,7 +159,7 @@ class ReminderSweep:
         if due < learner.reminder_min_due:
             report.nothing_due += 1
             self.store.reminders.advance(learner.id, token, next_reminder(learner, now),
-                                        sent_at=None)
+                                         sent_at=None)
             return
         reminder = Reminder(learner.id, learner.external_id, learner.display_name, due,
                             current_streak(learner, today), slot, nonce_for(learner.id, slot),
@@ -181,4 +181,4 @@ class ReminderSweep:
         ignored = learner.reminders_ignored + 1
         following = next_reminder(replace(learner, reminders_ignored=ignored), now)
         self.store.reminders.advance(learner.id, token, following, sent_at=now,
-                                    ignored=ignored, unreachable=unreachable)
+                                     ignored=ignored, unreachable=unreachable)

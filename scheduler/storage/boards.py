@@ -37,7 +37,7 @@ class BoardQueries(Queries):
     """`store.boards`."""
 
     def standings(self, guild_id: int, since: datetime | None, *, page: int = 1,
-              per_page: int = 10, caller_id: int | None = None) -> Board:
+                  per_page: int = 10, caller_id: int | None = None) -> Board:
         """One page of a server's board since `since` (None: all time), and the caller's
         own standing wherever it is."""
         c = log_t.c

@@ -32,7 +32,7 @@ class ReminderQueries(Queries):
     """`store.reminders`."""
 
     def claim(self, now: datetime, token: str, expired_before: datetime,
-                        limit: int) -> list[sa.Row]:
+              limit: int) -> list[sa.Row]:
         """Claim up to `limit` due reminders (oldest first) for this sweep.
 
         A claim older than `expired_before` belonged to a sweep that died: take it over.

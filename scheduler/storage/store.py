@@ -228,7 +228,7 @@ class Store:
             if not r.changes_schedule:
                 return True  # a drill or cram of a card never scheduled leaves no state
             return bool(self._insert_state(cursor, {**_values(r, _STATE_COLUMNS),
-                                                     **_FIRST_REVIEW}))
+                                                    **_FIRST_REVIEW}))
         key = {"k_learner": r.learner_id, "k_card": r.card_id, "k_count": r.expected_count}
         if r.changes_schedule:
             return bool(self._update_schedule(cursor, {**key,

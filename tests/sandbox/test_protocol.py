@@ -36,8 +36,8 @@ def test_what_the_service_builds_reads_back_the_same():
 
 def test_missing_fields_take_their_defaults():
     result = RunResult.from_wire({"status": OK, "report": {}})
-    assert (result.stdout, result.stderr, result.exit_code, result.elapsed_ms) == ("", "", None,
-                                                                                  0.0)
+    assert (result.stdout, result.stderr, result.exit_code, result.elapsed_ms) == (
+        "", "", None, 0.0)
     assert result.report == CheckReport(OK, False, (), (), None)
 
 

@@ -31,6 +31,7 @@ from typing import ClassVar, Protocol
 
 from bot.bench.sim.deck import SimCard
 from bot.bench.sim.learner import Answer
+from scheduler.choice import SchedulerName
 from scheduler.fsrs_review import FSRSState, review_fsrs
 from scheduler.grading import needs_drill, quality_for
 from scheduler.next_card import Pick, pick_next
@@ -125,13 +126,13 @@ class SimSchedule:
 
     def __init__(self, cards: list[SimCard], new_per_day: int, grade: GradeMap,
                  active: str = "sm2", remediation: bool = False):
-        if active not in ("sm2", "fsrs"):
+        if SchedulerName.parse(active) is None:
             raise ValueError(f"active scheduler must be sm2 or fsrs, got {active!r}")
         self.order = [card.id for card in cards]
         self.tests = {card.id: card.mistake_ids for card in cards}
         self.new_per_day = new_per_day
         self.grade = grade
-        self.fsrs_active = active == "fsrs"
+        self.fsrs_active = active == SchedulerName.FSRS
         self.remediation = remediation
         self.states: dict[str, _State] = {}
         self.open: set[str] = set()  # misconceptions shown and not yet answered past
