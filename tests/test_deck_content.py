@@ -1,4 +1,7 @@
-"""The canonical gradient-accumulation deck: structure, coverage of the seed, curation fixes."""
+"""The canonical gradient-accumulation deck: structure, coverage of the seed, curation fixes.
+
+One file (over 400 lines) because each test pins one reviewed fix to one card of one deck:
+split by topic, a reviewer would read the same deck in several places."""
 
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 
 The unit tests use small in-memory decks, one that gives an answer away and one fair card
 per check. The last tests judge every bundled deck: no give-away problem, and no blind
-test-taking trick beating chance by more than 15 points.
+test-taking trick beating chance by more than 15 points. One file (just over 400 lines):
+each check's unfair card sits beside its fair one.
 """
 
 from __future__ import annotations

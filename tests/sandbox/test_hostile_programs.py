@@ -3,6 +3,8 @@ test of python-discord/snekbox (and engineer-man/piston's exploit collection) th
 hostile or broken program. Each test asserts what the program could NOT do (and the status
 that says so where our contract is clear) and that the worker still serves the next run.
 Nothing waits on a fixed sleep: host-side checks poll a condition with a deadline.
+One catalogue in one file (over 400 lines): each attack is a few lines, and a reviewer
+checks the list against snekbox's and piston's in one place.
 
 snekbox tests (python-discord/snekbox@6100833, tests/) -> ours ("E::" = test_escapes.py)
 test_nsjail.py
