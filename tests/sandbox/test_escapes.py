@@ -304,7 +304,7 @@ async def test_tracebacks_show_only_the_learners_frames(sandbox):
     result = await sandbox.run("x = 1\ny = undefined_name + x\n")
     assert result.status == ERROR and result.line == 2
     assert result.stderr.splitlines()[-1] == "NameError: name 'undefined_name' is not defined"
-    assert "worker.py" not in result.stderr
+    assert "bot/sandbox" not in result.stderr and "harness" not in result.stderr
 
 
 async def test_os_exit_and_crashes_are_reported(sandbox):
