@@ -123,7 +123,7 @@ def start_sandbox(tutor: Tutor, address: str | None = None,
         log.exception("the code sandbox could not start: code cards are off")
         sandbox.stop()
         return None
-    if not sandbox.info.get("runs_code", True):
+    if not sandbox.info.runs_code:
         log.error("code cards are off: the sandbox has no memory limit on this host (run "
                   "`tutor sandbox doctor`; SANDBOX_ALLOW_UNBOUNDED_MEMORY=true accepts that)")
         sandbox.stop()

@@ -13,6 +13,7 @@ import sys
 import time
 
 from bot.sandbox.client import PROJECT_ROOT, SandboxClient, service_environment
+from bot.sandbox.protocol import ServiceInfo
 
 LOOP = """
 import torch
@@ -49,11 +50,11 @@ def _fresh_interpreter(device: str) -> float:
     return (time.perf_counter() - start) * 1000
 
 
-async def _forkserver(runs: int, device: str) -> tuple[dict, list[float], str]:
+async def _forkserver(runs: int, device: str) -> tuple[ServiceInfo, list[float], str]:
     client = SandboxClient(runs_per_minute=10**9)
     info = await client.start()
     try:
-        if device == "cuda" and not info["gpu"]:
+        if device == "cuda" and not info.gpu:
             return info, [], ""
         for _ in range(3):  # warm: the pre-forked child and the page cache
             await client.run(LOOP, device=device)
@@ -91,7 +92,7 @@ def bench_sandbox(args) -> dict:
         "speedup": round(speedup, 1),
         "targets": {"p50_ms": TARGET_P50_MS, "speedup": TARGET_SPEEDUP},
         "isolation": {"namespaces": ["user", "pid", "mount", "net", "ipc", "uts"],
-                      "cgroups": bool(info.get("cgroups")), "seccomp": True},
+                      "cgroups": bool(info.cgroups), "seccomp": True},
         "loop_output": output,
         "ok": p50 < TARGET_P50_MS and speedup >= TARGET_SPEEDUP,
     }

@@ -9,6 +9,7 @@ import threading
 import time
 
 from bot.sandbox.client import SandboxClient
+from bot.sandbox.protocol import ServiceInfo
 
 _real_monotonic = time.monotonic  # as imported: see _RealTimeLoop
 
@@ -29,9 +30,9 @@ class BackgroundSandbox:
         self.loop = _RealTimeLoop()
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True,
                                         name="sandbox-loop")
-        self.info: dict = {}
+        self.info: ServiceInfo | None = None
 
-    def start(self, timeout_s: float = 180.0) -> dict:
+    def start(self, timeout_s: float = 180.0) -> ServiceInfo:
         """Start (or reach) the service and return its `info` reply (kept in `self.info`)."""
         self._thread.start()
         self.info = asyncio.run_coroutine_threadsafe(self.client.start(),

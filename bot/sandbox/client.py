@@ -23,7 +23,7 @@ from collections import defaultdict, deque
 from collections.abc import Callable
 from pathlib import Path
 
-from bot.sandbox.protocol import Limits, RunResult, decode, encode, failed
+from bot.sandbox.protocol import Limits, RunResult, ServiceInfo, decode, encode, failed
 
 log = logging.getLogger(__name__)
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -85,9 +85,9 @@ class SandboxClient:
 
     # -- the service process -------------------------------------------------------------
 
-    async def start(self) -> dict:
+    async def start(self) -> ServiceInfo:
         """Start the service (torch import: a few seconds), or connect to the shared one,
-        and return its info."""
+        and return what it says of itself."""
         self._stopping = False
         if self.address:
             reader, self._writer = await self._connect_when_up()
@@ -102,7 +102,7 @@ class SandboxClient:
             reader, self._writer = self._proc.stdout, self._proc.stdin
             self._stderr = asyncio.create_task(self._log_stderr(self._proc))
         self._reader = asyncio.create_task(self._read_replies(reader, self._writer))
-        return await self._request({"op": "info"})
+        return ServiceInfo.from_wire(await self._request({"op": "info"}))
 
     async def _connect_when_up(self, wait_s: float = 60.0):
         """The service may still be importing torch (a container that started with us)."""

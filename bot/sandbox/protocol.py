@@ -17,7 +17,7 @@ at most one length-prefixed JSON report of detail (see `frame`/`unframe`).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 OK, ERROR, TIMEOUT, MEMORY, OUTPUT_LIMIT, REFUSED = (
@@ -198,3 +198,35 @@ class RunResult:
                        None if report is None else CheckReport.from_wire(report))
         except Malformed as exc:
             return cls(ERROR, error=f"the sandbox sent a result this bot cannot read ({exc})")
+
+
+@dataclass(frozen=True)
+class ServiceInfo:
+    """What the service says of itself when a client connects (its reply to `info`)."""
+
+    runs_code: bool = True  # False: no memory limit here, and the operator did not accept that
+    memory_limited: bool | None = None
+    gpu: bool = False
+    cgroups: str | None = None  # "v1" or "v2": the hierarchy that limits each child
+    limits: dict = field(default_factory=dict)  # what those cgroups enforce
+    slots: int | None = None  # jailed children at once
+    pid: int | None = None
+    zygote_pid: int | None = None
+
+    @classmethod
+    def from_wire(cls, message: dict) -> ServiceInfo:
+        """Fields an older service does not send keep their defaults; one of the wrong
+        type is a Malformed error (the client cannot trust that service)."""
+        def flag(key: str, default: bool | None) -> bool | None:
+            value = message.get(key, default)
+            if value is not None and not isinstance(value, bool):
+                raise Malformed(f"{key} is not true or false")
+            return value
+
+        limits = {} if message.get("limits") is None else message["limits"]
+        if not isinstance(limits, dict):
+            raise Malformed("limits is not an object")
+        return cls(bool(flag("runs_code", True)), flag("memory_limited", None),
+                   bool(flag("gpu", False)), _text(message, "cgroups"), limits,
+                   _number(message, "slots", int), _number(message, "pid", int),
+                   _number(message, "zygote_pid", int))

@@ -13,7 +13,7 @@ from tests.helpers.sandbox import TEST_LIMITS
 async def sandbox(tmp_path_factory):
     client = SandboxClient(limits=TEST_LIMITS, parallel=2, runs_per_minute=10_000)
     info = await client.start()
-    assert info["cgroups"] is not None
+    assert info.cgroups is not None
     try:
         yield client
     finally:

@@ -21,7 +21,7 @@ pytestmark = [
 async def gpu_sandbox():
     client = SandboxClient(runs_per_minute=10**6)
     info = await client.start()
-    assert info["gpu"]
+    assert info.gpu
     yield client
     await client.stop()
 

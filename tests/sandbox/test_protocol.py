@@ -9,8 +9,10 @@ from bot.sandbox.protocol import (
     ERROR,
     OK,
     CheckReport,
+    Malformed,
     RaisedError,
     RunResult,
+    ServiceInfo,
     busy,
     failed,
     refused,
@@ -51,3 +53,20 @@ def test_a_reply_of_the_wrong_shape_is_an_error_that_says_so(reply):
     result = RunResult.from_wire(reply)
     assert result.status == ERROR and result.report is None
     assert result.error.startswith("the sandbox sent a result this bot cannot read")
+
+
+def test_the_service_info_is_typed_and_an_older_service_keeps_the_defaults():
+    info = ServiceInfo.from_wire({"gpu": True, "cgroups": "v2", "limits": {"cgroup": "v2"},
+                                  "memory_limited": True, "runs_code": True, "slots": 4,
+                                  "pid": 10, "zygote_pid": 11})
+    assert (info.gpu, info.cgroups, info.slots, info.pid, info.runs_code) == (
+        True, "v2", 4, 10, True)
+    assert ServiceInfo.from_wire({}) == ServiceInfo()  # says nothing: it runs code, no GPU
+    assert ServiceInfo.from_wire({"runs_code": False}).runs_code is False
+
+
+@pytest.mark.parametrize("message", [{"runs_code": "yes"}, {"gpu": 1}, {"limits": []},
+                                     {"pid": "10"}, {"cgroups": 2}])
+def test_a_service_info_of_the_wrong_shape_is_refused(message):
+    with pytest.raises(Malformed):
+        ServiceInfo.from_wire(message)

@@ -33,7 +33,7 @@ async def test_two_clients_share_one_served_worker(tmp_path, kind):
     try:
         clients = [SandboxClient(address=address) for _ in range(2)]
         for client in clients:  # start() waits for the service to come up
-            assert (await client.start())["pid"] == service.pid  # shared, not their own
+            assert (await client.start()).pid == service.pid  # shared, not their own
         if kind == "unix":
             assert oct(socket_path.stat().st_mode & 0o777) == "0o660"
         results = await asyncio.gather(*(c.run(f"print({i} * 2)", learner=f"l{i}")
