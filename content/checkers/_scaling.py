@@ -26,7 +26,7 @@ def close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-5)
 
 
-def _factor_text(scale: float) -> str:
+def factor_text(scale: float) -> str:
     if scale > 0 and close(1 / scale, round(1 / scale)):
         return f"divided by {round(1 / scale)}"
     if close(scale, round(scale)):
@@ -76,10 +76,10 @@ def scaling(trace: Trace, scn: Scenario, ups: list[Update]) -> list[Finding]:
         text = (f"{what} scaled by varying factors (from {min(full):.3g} to {max(full):.3g}) "
                 f"instead of 1 / accumulation_steps = 1/{a}")
     elif close(scale, 1 / a):
-        text = (f"in the last, partial window {what} {_factor_text(part[0])} instead of "
+        text = (f"in the last, partial window {what} {factor_text(part[0])} instead of "
                 f"divided by accumulation_steps ({a}) or by the window's size ({r})")
     else:
-        text = (f"{what} {_factor_text(scale)} where it should be divided by "
+        text = (f"{what} {factor_text(scale)} where it should be divided by "
                 f"accumulation_steps ({a}): the gradients were {_size(scale * a)}")
     return [("mismatched_scaling", text)]
 

@@ -3,8 +3,10 @@ windows of a correct loop. Each function returns findings: (mistake id or None, 
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
+from content.checkers._scaling import factor_text
 from content.checkers._scenario import Scenario
 from content.checkers._trace import Backward, Clear, Clip, SchedulerStep, Step, Trace
 from content.checkers._windows import Update, count, matching_plan, runs, span
@@ -73,7 +75,8 @@ def classify(positions: list[int], scn: Scenario) -> Finding | None:
         if d > 1 and positions in (run_, run_ + [n]):
             if d == a:
                 return ("off_by_one_modulo", f"{at} after batches {runs(positions)} "
-                                             f"instead of {runs(ends)}")
+                                             f"instead of {runs(ends)}: "
+                                             f"{_offset(positions[0], a)}")
             return ("wrong_update_frequency",
                     f"{at} every {d} micro-batches (after batches {runs(positions)}) instead "
                     f"of every accumulation_steps = {a} ({want})")
@@ -85,6 +88,46 @@ def classify(positions: list[int], scn: Scenario) -> Finding | None:
                 + (": the window condition is inverted (`if i % accumulation_steps:` is true "
                    "on every batch but each accumulation_steps-th)" if inverted else ""))
     return ("wrong_update_frequency", f"{at} after batches {runs(positions)} instead of {want}")
+
+
+def _offset(first: int, a: int) -> str:
+    """What a window condition off by a constant did, from its first step's position."""
+    if first == a - 1:
+        return (f"each window closed one micro-batch early, after {a - 1}: the condition "
+                f"counted one micro-batch more than backward() had added (with a count of "
+                f"completed micro-batches, step when that count % accumulation_steps == 0)")
+    if first < a:
+        return (f"the first update came after {count(first, 'micro-batch')} and each later "
+                f"window closed {count(first, 'micro-batch')} past a multiple of "
+                f"accumulation_steps: the condition counted {first} behind the micro-batches "
+                f"done (with a count of completed micro-batches, step when that count % "
+                f"accumulation_steps == 0)")
+    return f"the windows were shifted by {first - a} micro-batches"
+
+
+def _step_each(trace: Trace, scn: Scenario, ups: list[Update], text: str) -> str:
+    """What stepping after every micro-batch applied, from the first window's updates."""
+    a = scn.accumulation_steps
+    first = [c for c in trace.contribs if c.epoch == 1 and c.batch < a]
+    steps = [u.step for u in ups if u.step.epoch == 1 and u.step.pos <= a]
+    times = [sum(c.cid in s.held for s in steps) for c in first]
+    if len(first) < a or not times or not any(times):
+        return text
+    if all(k == 1 for k in times):
+        factors = sorted({round(u.coefs[c.cid], 6) for u in ups[:a] for c in u.new})
+        scale = factor_text(factors[0]) if len(factors) == 1 else "scaled by varying factors"
+        return (f"{text}. Each update applied only the micro-batch just added ({scale}): "
+                f".grad was cleared after every step, so this is small-batch training, one "
+                f"micro-batch per update, and the effective batch never grows")
+    applied = ", ".join(f"batch {c.batch + 1}'s gradient {_times(k)}"
+                        for c, k in zip(first, times, strict=True))
+    return (f"{text}. .grad was not cleared between these steps, so each update applied the "
+            f"window's partial sum so far: within {span([c.batch + 1 for c in first])}, "
+            f"{applied}")
+
+
+def _times(k: int) -> str:
+    return "once" if k == 1 else "twice" if k == 2 else f"{k} times"
 
 
 def _mistimed(trace: Trace, scn: Scenario, ups: list[Update]) -> list[Finding]:
@@ -101,6 +144,8 @@ def _mistimed(trace: Trace, scn: Scenario, ups: list[Update]) -> list[Finding]:
     for s in steps:
         by_epoch.setdefault(s.epoch, []).append(s.pos)
     window = classify(by_epoch.get(1, []), scn)
+    if window and window[0] == "step_every_batch":
+        window = (window[0], _step_each(trace, scn, ups, window[1]))
     findings = [window] if window else []
     if not steps:  # nothing was applied: how .grad was cleared does not matter
         return findings
@@ -229,6 +274,39 @@ def transforms(trace: Trace) -> list[Finding]:
         findings.append(("scheduler_every_micro_batch",
                          f"the learning-rate scheduler stepped {k} times before the update "
                          f"after batch {step.pos} (epoch {step.epoch}), once per micro-batch: "
-                         f"the schedule ran {k}x too fast. Call scheduler.step() once per "
-                         f"update, right after optimizer.step()"))
+                         f"{_schedule_ran(trace)}. Call scheduler.step() once per update, "
+                         f"right after optimizer.step()"))
     return findings
+
+
+def _schedule_ran(trace: Trace) -> str:
+    """How the rate a per-micro-batch schedule gave the updates went: whether it ran out
+    early, judged from the rates themselves (its intended length is the learner's)."""
+    rates, before = [], []  # each update's rate, and the scheduler steps before it
+    counts: Counter[int] = Counter()
+    for ev in trace.events:
+        if isinstance(ev, SchedulerStep):
+            counts[ev.scheduler] += 1
+        elif isinstance(ev, Step) and ev.held:
+            rates.append(ev.lrs[0])
+            before.append(max(counts.values(), default=0))
+    steps, n = max(counts.values(), default=0), len(rates)
+    per = steps / max(n, 1)
+    pace = f"{per:g}" if per == int(per) else f"about {per:.2g}"
+    told = (f"{steps} scheduler steps for {count(n, 'update')}, so each update moved the "
+            f"schedule {pace} steps on")
+    changes = [u for u in range(1, n) if not math.isclose(rates[u], rates[u - 1])]
+    if not changes:
+        return f"{told}; its rate did not change during training"
+    last = changes[-1]  # the update (0-based) from which the rate stayed the same
+    if last == n - 1:
+        return (f"{told}. Its rate was still changing at the last update, so the schedule "
+                f"did not run out early, but its lengths (warm-up, decay) count "
+                f"micro-batches, not updates")
+    ran_out = (f"{told}. Its rate stopped changing at update {last + 1} of {n}, after "
+               f"{before[last]} scheduler steps")
+    if before[last] <= n + per:  # about as many steps as training has updates
+        return (f"{ran_out}, about as many as the {count(n, 'update')} of training: the "
+                f"schedule is sized in updates, so stepping it per micro-batch made it run "
+                f"out {pace}x too early")
+    return ran_out
