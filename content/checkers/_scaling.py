@@ -52,11 +52,15 @@ def scaling(trace: Trace, scn: Scenario, ups: list[Update]) -> list[Finding]:
 
     holds_tail = {id(u): any(map(in_tail, u.new)) for u in ups}  # once each: linear
 
-    def correct(c: Backward, coef: float, u: Update | None) -> bool:
-        return (close(coef, 1 / a) or (in_tail(c) and close(coef, 1 / r))
-                or (u is not None and holds_tail[id(u)] and close(coef, 1 / len(u.new))))
+    def sizes(c: Backward, u: Update | None) -> list[int]:
+        """What a correct loop may divide c's loss by: its window's size."""
+        return [a] + ([r] if in_tail(c) else []) + (
+            [len(u.new)] if u is not None and holds_tail[id(u)] else [])
 
-    if all(correct(*j) for j in judged):
+    def correct(c: Backward, coef: float, u: Update | None) -> bool:
+        return any(close(coef, 1 / k) for k in sizes(c, u))
+
+    if all(correct(*j) for j in judged) or _clipped_by_hand(judged, sizes):
         return []
     if all(correct(c, coef / u.step.rescaled if u else coef, u) for c, coef, u in judged):
         u = next(u for c, coef, u in judged if not correct(c, coef, u))
@@ -82,6 +86,29 @@ def scaling(trace: Trace, scn: Scenario, ups: list[Update]) -> list[Finding]:
         text = (f"{what} {factor_text(scale)} where it should be divided by "
                 f"accumulation_steps ({a}): the gradients were {_size(scale * a)}")
     return [("mismatched_scaling", text)]
+
+
+def _clipped_by_hand(judged, sizes) -> bool:
+    """Whether the updates are a correct loop's, each clipped to one max_norm by a single
+    factor of at most 1 (fairseq's clip_grad_norm_ by hand): every update whose factors are
+    off by one f < 1 reached step() with the same norm, and no other update a larger one."""
+    off: dict[int, tuple[Update, set[float]]] = {}
+    for c, coef, u in judged:
+        if u is None:
+            return False
+        wanted = [1 / k for k in sizes(c, u)]
+        off.setdefault(id(u), (u, set()))[1].add(
+            next((1.0 for w in wanted if close(coef, w)), None)
+            or min((coef / w for w in wanted), key=lambda f: abs(f - 1)))
+    clipped, free = [], []
+    for u, factors in off.values():
+        f = next(iter(factors))
+        if not all(close(g, f) for g in factors) or f > 1 + 1e-5:
+            return False
+        (free if close(f, 1) else clipped).append(u.step.norm)
+    top = max(clipped, default=0.0)
+    return bool(clipped) and all(math.isclose(n, top, rel_tol=1e-3) for n in clipped) and all(
+        n <= top * (1 + 1e-3) for n in free)
 
 
 def learning_rate(scn: Scenario, ups: list[Update], unscaled: bool) -> list[Finding]:

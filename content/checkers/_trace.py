@@ -57,6 +57,7 @@ class Step:
     largest: float  # the largest factor in .grad (0.0 when empty)
     pending: int | None  # a loss computed but not yet backpropagated at step() time
     rescaled: float  # .grad multiplied by this since the last backward (unscaling, say)
+    norm: float = 0.0  # the 2-norm of .grad at step() (a clip by hand is judged by it)
 
 
 @dataclass(frozen=True)
@@ -234,7 +235,7 @@ class _Replay:
         largest = self.ledger.largest
         self.trace.events.append(Step(epoch, pos, lrs, self.ledger.held, self.ledger.settle(),
                                       0.0 if largest is None else largest, pending,
-                                      self.rescaled))
+                                      self.rescaled, math.sqrt(sum(g * g for g in grads or ()))))
 
     def clip(self, kind, mask, value, before, after) -> None:
         if kind not in ("norm", "value") or not isinstance(mask, list) or len(mask) != len(
