@@ -96,7 +96,19 @@ BUGGY = {
     "everything_every_micro_batch": (
         variant(per_micro_batch(UNSCALE, CLIP, STEP, UPDATE), (UNSCALE + CLIP + STEP + UPDATE,
                                                                "")),
-        ["step_every_batch"]),
+        ["unscale_and_step_every_micro_batch"]),
+    # The scaler's point defeated: each of these trains, and must fail.
+    "unscale_clip_then_optimizer_step": (
+        variant((STEP, "            optimizer.step()\n")),
+        ["optimizer_step_instead_of_scaler_step"]),
+    "grad_divided_by_hand_then_optimizer_step": (
+        variant((UNSCALE, "            for p in model.parameters():\n"
+                          "                p.grad /= scaler.get_scale()\n"),
+                (STEP, "            optimizer.step()\n"), (UPDATE, "")),
+        ["optimizer_step_instead_of_scaler_step"]),
+    "scaled_loss_thrown_away": (
+        variant((BACKWARD, "        scaler.scale(loss)\n        loss.backward()\n")),
+        ["backward_without_scaler"]),
     "off_by_one": (variant(("(i + 1) % accumulation_steps == 0 or i + 1 == len(dataloader)",
                             "i % accumulation_steps == 0")), ["off_by_one_modulo"]),
     "window_of_three": (variant(("% accumulation_steps", "% 3")), ["wrong_update_frequency"]),
@@ -142,10 +154,10 @@ RAISING = {
                                       "step_every_batch", "step() has already been called"),
     "scale_without_backward": (variant((BACKWARD, "        scaler.scale(loss)\n")),
                                "missing_backward", "No inf checks were recorded for"),
+    "backward_without_the_scaler": (variant((BACKWARD, "        loss.backward()\n")),
+                                    "backward_without_scaler", "did not use scaler.scale"),
 }
 RAISING_WITHOUT_ID = {
-    "backward_without_the_scaler": (variant((BACKWARD, "        loss.backward()\n")),
-                                    "never scaled"),
     "cleared_before_the_step": (variant((CLEAR, ""), (UNSCALE, CLEAR + UNSCALE)),
                                 "cleared (zero_grad) before the step"),
     "update_every_micro_batch": (variant(per_micro_batch(UPDATE), (UPDATE, "")),
@@ -155,6 +167,9 @@ UNEXPLAINED = {
     "no_clipping": (variant((CLIP, "")), "no clip_grad_norm_ had clipped"),
     "hard_coded_max_norm": (variant(("max_norm)\n", "1.0)\n")),
                             "where max_norm = 0.5 allows 0.5"),
+    "a_wrong_clip_then_the_right_one": (
+        variant((CLIP, CLIP.replace("max_norm)", "max_norm / 10)") + CLIP)),
+        "ran 2 times on one update's gradient"),
     "clip_by_value": (variant(("clip_grad_norm_(model.parameters(), max_norm)",
                                "clip_grad_value_(model.parameters(), max_norm)")),
                       "clips the gradients' norm"),

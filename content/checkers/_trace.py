@@ -57,6 +57,7 @@ class Step:
     largest: float  # the largest factor in .grad (0.0 when empty)
     pending: int | None  # a loss computed but not yet backpropagated at step() time
     rescaled: float  # .grad multiplied by this since the last backward (unscaling, say)
+    skipped: bool = False  # scaler.step() found inf or NaN and did not call optimizer.step()
 
 
 @dataclass(frozen=True)

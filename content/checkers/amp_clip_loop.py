@@ -20,8 +20,9 @@ from __future__ import annotations
 import functools
 
 from content.checkers import train_loop
-from content.checkers._amp import SCALING_IDS, amp
+from content.checkers._amp import OVERRIDES_SCALING, SCALING_IDS, amp, partial_sums_rescaled
 from content.checkers._scaler_errors import explain
+from content.checkers._scaling import scaling
 from content.checkers._scenario import AmpScenario, plans
 from content.checkers._trace import Trace, replay
 from content.checkers._verdict import Finding, error_result, scenarios, verdict
@@ -39,7 +40,8 @@ SCENARIOS = (
 )
 MISTAKES = (
     "no_loss_scaling", "mismatched_scaling", "optimizer_step_instead_of_scaler_step",
-    "step_every_batch", "off_by_one_modulo", "wrong_update_frequency", "zero_grad_every_batch",
+    "backward_without_scaler", "step_every_batch", "unscale_and_step_every_micro_batch",
+    "off_by_one_modulo", "wrong_update_frequency", "zero_grad_every_batch",
     "missing_zero_grad", "missing_backward", "step_before_backward", "missing_scaler_update",
     "unscale_every_micro_batch", "clip_before_unscale", "clip_every_micro_batch",
     "clip_after_step",
@@ -81,7 +83,13 @@ def diagnose(trace: Trace, scn: AmpScenario) -> list[Finding]:
     findings = train_loop.diagnose(trace, scn)
     if not trace.backwards or trace.truncated or trace.anomaly or trace.losses == 0:
         return findings  # nothing trained that the order of an AMP window could explain
-    extra = amp(trace, scn, updates(trace))
-    if any(m == "optimizer_step_instead_of_scaler_step" for m, _ in extra):
-        findings = [f for f in findings if f[0] not in SCALING_IDS]
+    ups = updates(trace)
+    extra = amp(trace, scn, ups)
+    if any(m in OVERRIDES_SCALING for m, _ in extra):  # the scale of .grad tells nothing
+        scale = scaling(trace, scn, ups)
+        findings = [f for f in findings if f not in scale and f[0] not in SCALING_IDS]
+    if any(m == "step_every_batch" for m, _ in findings):
+        rescaled = partial_sums_rescaled(trace, scn, ups)
+        if rescaled:  # not partial sums applied again: the window divided away
+            findings = [rescaled if m == "step_every_batch" else (m, t) for m, t in findings]
     return findings + extra
