@@ -106,6 +106,10 @@ BUGGY = {
                           "                p.grad /= scaler.get_scale()\n"),
                 (STEP, "            optimizer.step()\n"), (UPDATE, "")),
         ["optimizer_step_instead_of_scaler_step"]),
+    # The second scenario's overflow reaches the weights: no scaler skipped it.
+    "no_scaler_at_all": (variant((BACKWARD, "        loss.backward()\n"), (UNSCALE, ""),
+                                 (STEP, "            optimizer.step()\n"), (UPDATE, "")),
+                         ["optimizer_step_instead_of_scaler_step", "backward_without_scaler"]),
     "scaled_loss_thrown_away": (
         variant((BACKWARD, "        scaler.scale(loss)\n        loss.backward()\n")),
         ["backward_without_scaler"]),
@@ -176,9 +180,6 @@ UNEXPLAINED = {
     "clip_of_the_weight_only": (variant(("clip_grad_norm_(model.parameters(), max_norm)",
                                          "clip_grad_norm_(model.weight, max_norm)")),
                                 "only some of the model's parameters"),
-    "no_scaler_at_all": (variant((BACKWARD, "        loss.backward()\n"), (UNSCALE, ""),
-                                 (STEP, "            optimizer.step()\n"), (UPDATE, "")),
-                         "never went through scaler.scale()"),
 }
 
 
@@ -257,16 +258,22 @@ def test_scenarios_tell_the_given_names_apart():
     assert any(scn.growth_interval < scn.n_batches for scn in SCENARIOS)
 
 
-def test_the_scaler_really_scales_and_clipping_bites():
-    from content.checkers._trace import Clip, ScalerCall, replay
+def test_the_scaler_really_scales_clipping_bites_and_one_window_overflows():
+    from content.checkers._trace import Clip, ScalerCall, Step, replay
 
     observed = observe(REFERENCE, plan())
     for scn, data, obs in zip(SCENARIOS, plan(), observed["scenarios"], strict=True):
         trace = replay(scn, data, obs)
-        scales = {e.scale for e in trace.events if isinstance(e, ScalerCall)}
-        assert min(scales) >= scn.init_scale > 1
+        scales = [e.scale for e in trace.events if isinstance(e, ScalerCall)]
         norms = [e.norms[0] for e in trace.events if isinstance(e, Clip)]
         assert any(n > scn.max_norm for n in norms) and any(n < scn.max_norm for n in norms)
+        skipped = [e for e in trace.events if isinstance(e, Step) and e.skipped]
+        if scn.overflow_batch is None:
+            assert min(scales) >= scn.init_scale > 1 and not skipped
+        else:  # once per epoch scaler.step() skipped the update, and the scale backed off
+            assert [s.epoch for s in skipped] == list(range(1, scn.num_epochs + 1))
+            assert scn.init_scale / 2 in scales and trace.nonfinite is None
+    assert any(scn.overflow_batch is not None for scn in SCENARIOS)
 
 
 def test_same_code_same_result():
@@ -311,3 +318,31 @@ def test_the_judge_does_not_import_torch():
             "assert 'torch' not in sys.modules; assert 'amp_clip_loop' in c.NAMES; "
             "assert c.OBSERVERS['amp_clip_loop'] == 'content.checkers._observe'")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_an_overflow_applied_by_optimizer_step_is_told_with_its_batch():
+    from content.checkers._trace import replay
+    from content.checkers.amp_clip_loop import diagnose
+
+    scn = SCENARIOS[1]
+    for name in ("unscale_clip_then_optimizer_step", "grad_divided_by_hand_then_optimizer_step",
+                 "optimizer_step_without_update"):
+        obs = observe(BUGGY[name][0], plan())["scenarios"][1]
+        trace = replay(scn, plan()[1], obs)
+        assert trace.nonfinite is not None and trace.anomaly is None
+        ((mistake, text),) = diagnose(trace, scn)
+        assert mistake == "optimizer_step_instead_of_scaler_step"
+        assert f"batch {scn.overflow_batch + 1}'s gradient was inf" in text
+        assert "the weights became inf or NaN" in text
+
+
+def test_only_the_judges_own_data_can_overflow():
+    """A record whose .grad turns inf where the judge's data has no overflow is refused as
+    before: the skip a correct scaler makes is granted only where the judge made one."""
+    from content.checkers._trace import replay
+
+    obs = observe(REFERENCE, plan())["scenarios"][0]
+    step = next(e for e in obs["events"] if e[0] == "S")
+    step[2] = [float("inf")] * len(step[2])
+    trace = replay(SCENARIOS[0], plan()[0], obs)
+    assert trace.anomaly and trace.nonfinite is None

@@ -18,6 +18,7 @@ from content.checkers._windows import Update, span
 Finding = tuple[str | None, str]
 SCALING_IDS = {"no_loss_scaling", "mismatched_scaling"}
 OVERRIDES_SCALING = {"optimizer_step_instead_of_scaler_step", "backward_without_scaler"}
+TELLING_SCALE = 2.0 ** 8
 RTOL, ATOL = 1e-3, 1e-4  # norms of float32 gradients
 FIX = ("Clip each window's gradients once: after scaler.unscale_(optimizer), before "
        "scaler.step(optimizer)")
@@ -29,9 +30,10 @@ def amp(trace: Trace, scn: AmpScenario, ups: list[Update]) -> list[Finding]:
     findings."""
     findings: list[Finding] = []
     if not any(isinstance(e, ScalerCall) and e.method == "scale" for e in trace.events):
-        findings.append((None, "the loss never went through scaler.scale(): backpropagate "
-                               "scaler.scale(loss), so that small float16 gradients would not "
-                               "underflow, and step with scaler.step(optimizer)"))
+        findings.append(("backward_without_scaler",
+                         "the loss never went through scaler.scale(): backpropagate "
+                         "scaler.scale(loss), so that small float16 gradients would not "
+                         "underflow, and step with scaler.step(optimizer)"))
     for check in (_unscaled_backward(trace, scn, ups), _direct_step(trace)):
         if check:
             findings.append(check)
@@ -51,9 +53,11 @@ def _scales(trace: Trace) -> list[tuple[object, float | None]]:
 def _unscaled_backward(trace: Trace, scn: AmpScenario, ups: list[Update]) -> Finding | None:
     """A backward() whose loss did not carry the scaler's scale, though scaler.scale() was
     called: its result was thrown away and the plain loss backpropagated. (A loss scaled by
-    1 / accumulation_steps or the like is far from the scale: the test is by orders.)"""
+    1 / accumulation_steps or the like is far from the scale: the test is by orders, while
+    the scale is large enough to tell; overflows can make it back off to almost nothing.)"""
     for ev, scale in _scales(trace):
-        if isinstance(ev, Backward) and scale and abs(ev.scale) < math.sqrt(scale):
+        if (isinstance(ev, Backward) and scale and scale >= TELLING_SCALE
+                and abs(ev.scale) < math.sqrt(scale)):
             used = next((u for u in ups if ev.cid in u.coefs), None)
             then = ("" if used is None else
                     f"; the update after batch {used.step.pos} then used it multiplied by "
@@ -120,6 +124,19 @@ def partial_sums_rescaled(trace: Trace, scn: AmpScenario, ups: list[Update]) -> 
             f"of them and every update applied only its own micro-batch's gradient / "
             f"accumulation_steps: small-batch training with a step {a}x too small. Unscale, "
             f"clip, step and update once per window, after its last backward()")
+
+
+def overflow_applied(trace: Trace, scn: AmpScenario, step: Step) -> Finding:
+    """optimizer.step() ran on a window whose gradient overflowed (the judge's data made one
+    micro-batch's gradient inf): what scaler.step() exists to skip."""
+    held = [trace.contribs[c] for c in step.held]
+    bad = [c.batch + 1 for c in held if c.scale and c.batch == scn.overflow_batch]
+    which = f"{span(bad)}'s gradient was inf" if bad else "the gradients held inf"
+    return ("optimizer_step_instead_of_scaler_step",
+            f"in epoch {step.epoch}, {which} (an overflow, as float16 gradients can have), and "
+            f"optimizer.step() after batch {step.pos} applied it: the weights became inf or "
+            f"NaN. scaler.step(optimizer) would have skipped that update, and scaler.update() "
+            f"lowered the scale. Step with scaler.step(optimizer), then call scaler.update()")
 
 
 def _batches(trace: Trace, u: Update) -> list[int]:

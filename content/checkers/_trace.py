@@ -110,6 +110,7 @@ class Trace:
     anomaly: str | None = None
     truncated: bool = False
     final: Vector = field(default_factory=list)
+    nonfinite: Step | None = None  # a step that applied inf or NaN: the replay stopped there
     losses: int = 0
     backwards: int = 0
 
@@ -159,6 +160,10 @@ class _Replay:
         self.ledger = Ledger(self.trace.contribs)  # what .grad holds, with what factors
         self.predicted: Vector = [0.0] * N_WEIGHTS
         self.rescaled = 1.0
+        # The judge's data can make a gradient overflow (an AMP scenario): while .grad holds
+        # it, .grad is compared with nothing, and unscaling is what the scaler does.
+        self.overflowed = self.unscaled = False
+        self.lrs: tuple[float, ...] = (scn.learning_rate,)  # the optimizer's, last seen
         self.handlers = {"F": (self.fetch, 1), "L": (self.loss, 2), "B": (self.backward, 3),
                          "A": (self.accumulated, 0), "S": (self.step, 4),
                          "C": (self.clip, 5), "R": (self.scheduler, 1),
@@ -173,8 +178,8 @@ class _Replay:
             raise Malformed(f"unknown event {kind!r}")
         self.trace.losses += kind == "L"
         self.trace.backwards += kind == "B"
-        if self.trace.anomaly is None:  # past it, nothing more is told: only counted
-            handler[0](*args)
+        if self.trace.anomaly is None and self.trace.nonfinite is None:
+            handler[0](*args)  # past either, nothing more is told: only counted
 
     @property
     def in_flight(self) -> bool:
@@ -207,6 +212,7 @@ class _Replay:
         self.rescaled = 1.0
         if math.isfinite(scale):
             self.predicted = axpy(scale, self.grads[loss_id], self.predicted)
+            self.overflowed |= scale != 0 and not all(map(math.isfinite, self.grads[loss_id]))
 
     def accumulated(self) -> None:
         self.ledger.arrive(len(self.trace.contribs))
@@ -219,6 +225,7 @@ class _Replay:
         flags = _index(flags, 4)
         before = _vector(weights)
         self.follow(before)
+        self.lrs = lrs
         if len(set(lrs)) == 1:  # one rate for all (several differ: the lr check reports it)
             self.weights = axpy(-lrs[0], grads or [0.0] * N_WEIGHTS, before)
         if flags & IN_BACKWARD:
@@ -226,16 +233,25 @@ class _Replay:
         if flags & FOREIGN_OPTIMIZER:
             self.flag("optimizer.step() was called on an optimizer that does not hold "
                       "exactly the model's parameters")
+        step = self.record_step(grads, skipped=False)
+        if self.overflowed:  # optimizer.step() on an overflow: the weights are lost from here
+            self.trace.nonfinite = step
+
+    def record_step(self, grads: Vector | None, skipped: bool) -> Step:
+        """A step of the optimizer, or one scaler.step() skipped (it found inf or NaN)."""
         epoch, pos = self.trace.passes, 0
         if self.last_loss is not None:
             epoch, batch = self.trace.loss_batches[self.last_loss]
             pos = batch + 1
-        self.observe(epoch, grads)
+        if not skipped:
+            self.observe(epoch, grads)
         pending = self.last_loss if self.last_loss not in self.trace.backpropagated else None
         largest = self.ledger.largest
-        self.trace.events.append(Step(epoch, pos, lrs, self.ledger.held, self.ledger.settle(),
-                                      0.0 if largest is None else largest, pending,
-                                      self.rescaled))
+        step = Step(epoch, pos, self.lrs, self.ledger.held, self.ledger.settle(),
+                    0.0 if largest is None else largest, pending, self.rescaled, skipped)
+        self.trace.events.append(step)
+        self.unscaled = False
+        return step
 
     def clip(self, kind, mask, value, before, after) -> None:
         if kind not in ("norm", "value") or not isinstance(mask, list) or len(mask) != len(
@@ -249,10 +265,11 @@ class _Replay:
             return
         clipped = [i for (lo, hi), m in zip(PARAM_SLICES, mask, strict=True) if m
                    for i in range(lo, hi)]
-        if after is None or not _clipped(kind, value, before, after, clipped):
+        if not self.overflowed and (after is None
+                                    or not _clipped(kind, value, before, after, clipped)):
             self.flag(f"gradient clipping changed .grad in a way clip_grad_{kind}_ does not")
             return
-        self.predicted = after
+        self.predicted = after or before
         norms = tuple(math.sqrt(sum(v[i] ** 2 for i in clipped)) for v in (before, after))
         self.trace.events.append(Clip(epoch, kind, self.ledger.held, norms, all(mask)))
 
@@ -264,6 +281,12 @@ class _Replay:
             raise Malformed("a GradScaler event")
         scale = None if scale is None else _number(scale)
         self.trace.events.append(ScalerCall(self.trace.passes, method, scale))
+        if self.overflowed and method in ("unscale_", "step") and not self.unscaled and scale:
+            self.ledger.rescale(1 / scale)  # what torch's unscale_ does, inf or not
+            self.rescaled /= scale
+            self.unscaled = True
+        if self.overflowed and method == "step":
+            self.record_step(None, skipped=True)  # found inf: optimizer.step() is not called
 
     def follow(self, weights: Vector) -> None:
         """The weights the child saw must be where the steps so far put them."""
@@ -279,7 +302,11 @@ class _Replay:
         multiplied by a single factor was rescaled; anything else is unexplained."""
         if actual is not None and _near(actual, self.predicted, ATOL):
             return
+        if self.overflowed and actual is not None and not all(map(math.isfinite, actual)):
+            self.predicted = actual  # inf or NaN as predicted: nothing more to compare
+            return
         if actual is None or not any(actual):
+            self.overflowed = self.unscaled = False
             dropped = self.ledger.clear()
             if dropped:
                 self.trace.events.append(Clear(epoch, dropped))
@@ -345,7 +372,7 @@ def replay(scn: Scenario, plan: dict, observed) -> Trace:
         replaying.event(ev)
     trace = replaying.trace
     trace.final = _vector(observed.get("final"))
-    if not truncated:
+    if not truncated and trace.nonfinite is None:
         replaying.follow(trace.final)
     trace.truncated = truncated
     return trace

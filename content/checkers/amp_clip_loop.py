@@ -20,7 +20,13 @@ from __future__ import annotations
 import functools
 
 from content.checkers import train_loop
-from content.checkers._amp import OVERRIDES_SCALING, SCALING_IDS, amp, partial_sums_rescaled
+from content.checkers._amp import (
+    OVERRIDES_SCALING,
+    SCALING_IDS,
+    amp,
+    overflow_applied,
+    partial_sums_rescaled,
+)
 from content.checkers._scaler_errors import explain
 from content.checkers._scaling import scaling
 from content.checkers._scenario import AmpScenario, plans
@@ -36,7 +42,8 @@ SCENARIOS = (
                 n_batches=12, seed=21, max_norm=0.5, init_scale=2.0 ** 16),
     AmpScenario(accumulation_steps=3, batch_size=5, num_epochs=4, learning_rate=0.05,
                 n_batches=10, seed=22, max_norm=0.8, init_scale=2.0 ** 12,
-                growth_interval=3),  # 10 = 3 * 3 + 1: a partial last window
+                growth_interval=3,  # 10 = 3 * 3 + 1: a partial last window
+                overflow_batch=4),  # every epoch, the window of batches 4-6 overflows
 )
 MISTAKES = (
     "no_loss_scaling", "mismatched_scaling", "optimizer_step_instead_of_scaler_step",
@@ -80,6 +87,8 @@ def judge(observations, salt: int = 0) -> dict:
 
 
 def diagnose(trace: Trace, scn: AmpScenario) -> list[Finding]:
+    if trace.nonfinite is not None:  # what came after it was not judged
+        return [overflow_applied(trace, scn, trace.nonfinite)]
     findings = train_loop.diagnose(trace, scn)
     if not trace.backwards or trace.truncated or trace.anomaly or trace.losses == 0:
         return findings  # nothing trained that the order of an AMP window could explain
