@@ -238,6 +238,16 @@ def test_feedback_carries_the_numbers():
     assert "7.63e-06" in clip_first  # 0.5 / 65536: the limit on the real gradients
     direct = check(BUGGY["optimizer_step_without_update"][0])["feedback"][0]
     assert "65536x too large" in direct and "after batch 4 (epoch 1)" in direct
+    every = check(BUGGY["everything_every_micro_batch"][0])["feedback"][0]
+    assert "divided all of .grad by the scale (65536)" in every
+    assert "own micro-batch's gradient / accumulation_steps" in every and "4x too small" in every
+    unscaled = check(variant((" / accumulation_steps\n", "\n"),
+                             base=BUGGY["everything_every_micro_batch"][0]))
+    assert unscaled["mistakes"] == ["unscale_and_step_every_micro_batch"]
+    assert "multiplied by 1: small-batch training" in unscaled["feedback"][0]  # no k to blame
+    thrown = check(BUGGY["scaled_loss_thrown_away"][0])["feedback"][0]
+    assert "multiplied by 0.25, not by the scaler's scale (65536)" in thrown
+    assert "multiplied by 3.81e-06 instead of 1/4" in thrown
 
 
 def test_a_crash_gets_a_plain_message_with_the_learners_line():

@@ -115,15 +115,17 @@ def partial_sums_rescaled(trace: Trace, scn: AmpScenario, ups: list[Update]) -> 
     if not again or not scales or len(scales) < len(ups):
         return None
     a = scn.accumulation_steps
+    coef = next(iter(again[0].coefs.values()), 0.0)  # its own micro-batch's, in that update
+    own = (f"/ accumulation_steps: small-batch training with a step {a}x too small"
+           if _close(coef, 1 / a) else f"multiplied by {coef:.3g}: small-batch training")
     return ("unscale_and_step_every_micro_batch",
             f"the scaler unscaled and stepped after every micro-batch while .grad still held "
             f"the window's earlier ones (the update after batch {again[0].step.pos} of epoch "
             f"{again[0].step.epoch} held {span([c + 1 for c in _batches(trace, again[0])])}): "
             f"each unscale_ divided all of .grad by the scale ({scales[0]:g}), also the "
             f"gradients an earlier unscale_ had already divided, so next to nothing was left "
-            f"of them and every update applied only its own micro-batch's gradient / "
-            f"accumulation_steps: small-batch training with a step {a}x too small. Unscale, "
-            f"clip, step and update once per window, after its last backward()")
+            f"of them and every update applied only its own micro-batch's gradient {own}. "
+            f"Unscale, clip, step and update once per window, after its last backward()")
 
 
 def overflow_applied(trace: Trace, scn: AmpScenario, step: Step) -> Finding:

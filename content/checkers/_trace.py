@@ -9,6 +9,12 @@ weights are followed too: they may change only in optimizer.step(), by what plai
 makes of the .grad that step saw. So events that claim a correct loop without its
 training (weights that never move, or a correct final copied in) do not add up.
 
+A gradient the judge's own data makes overflow (an AMP scenario) is followed as the scaler
+treats it: while .grad holds it, .grad is compared with nothing, unscaling is what
+GradScaler does, a scaler.step() is a skipped update (`Step.skipped`), and an
+optimizer.step() on it ends the replay (`Trace.nonfinite`). A record cannot claim an overflow
+the judge's data has not made.
+
 The judge's own work is bounded too: a record longer than MAX_EVENTS is refused, the replay
 stops at the first anomaly (the diagnosis tells only that one; later events are only
 counted), and what .grad holds is followed by `Ledger` without a copy per event.

@@ -6,10 +6,13 @@ judges in the sandbox service, without torch), with an `AmpScenario`: the child 
 `scaler`, an enabled GradScaler for the device, and `max_norm`. The windows, the loss scaling
 and the clearing are judged exactly as on the plain card (`train_loop.diagnose`, any correct
 window plan passes); on top of that (`_amp`): the loss goes through scaler.scale(), each
-update's gradients are clipped once, after they were unscaled, to max_norm, and the step goes
-through scaler.step(). A loop that calls the scaler out of order makes torch raise; that error
-is told in plain words, with the mistake behind it when the calls before it show one
-(`_scaler_errors`).
+update's gradients are clipped once, after they were unscaled, to max_norm (every clip of
+an update is checked, not only the last), the backward() gets the scaled loss, and the step
+goes through scaler.step(). The second scenario overflows (one micro-batch's target is inf,
+so its gradient is, every epoch): a correct loop's scaler.step() skips that window's update,
+and optimizer.step() on it ends the judging with what it did to the weights. A loop that
+calls the scaler out of order makes torch raise; that error is told in plain words, with the
+mistake behind it when the calls before it show one (`_scaler_errors`).
 
 Autocast stays off in the child (as on the plain card): the card judges the order of scaling,
 unscaling, clipping and stepping, not the rounding of float16.
@@ -94,11 +97,13 @@ def diagnose(trace: Trace, scn: AmpScenario) -> list[Finding]:
         return findings  # nothing trained that the order of an AMP window could explain
     ups = updates(trace)
     extra = amp(trace, scn, ups)
-    if any(m in OVERRIDES_SCALING for m, _ in extra):  # the scale of .grad tells nothing
+    rescaled = (partial_sums_rescaled(trace, scn, ups)
+                if any(m == "step_every_batch" for m, _ in findings) else None)
+    if rescaled:  # not partial sums applied again: the earlier micro-batches divided away
+        findings = [rescaled if m == "step_every_batch" else (m, t) for m, t in findings]
+    if rescaled or any(m in OVERRIDES_SCALING for m, _ in extra):
+        # No window (or no scale) for the loss scaling to be judged by: .grad's scale tells
+        # nothing about it.
         scale = scaling(trace, scn, ups)
         findings = [f for f in findings if f not in scale and f[0] not in SCALING_IDS]
-    if any(m == "step_every_batch" for m, _ in findings):
-        rescaled = partial_sums_rescaled(trace, scn, ups)
-        if rescaled:  # not partial sums applied again: the window divided away
-            findings = [rescaled if m == "step_every_batch" else (m, t) for m, t in findings]
     return findings + extra
