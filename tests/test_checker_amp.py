@@ -77,6 +77,40 @@ for epoch in range(num_epochs):
             scaler.update()
             optimizer.zero_grad()
 """,
+    "scaler_wrapper_with_an_update_flag": """\
+class ScaledBackward:  # a scaler wrapper as timm's NativeScaler is written
+    def __init__(self, scaler):
+        self.scaler = scaler
+    def __call__(self, loss, optimizer, clip, parameters, update):
+        self.scaler.scale(loss).backward()
+        if update:
+            self.scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(parameters, clip)
+            self.scaler.step(optimizer)
+            self.scaler.update()
+backward = ScaledBackward(scaler)
+for epoch in range(num_epochs):
+    optimizer.zero_grad()
+    for i, (x, y) in enumerate(dataloader):
+        last = (i + 1) % accumulation_steps == 0 or i + 1 == len(dataloader)
+        backward(criterion(model(x), y) / accumulation_steps, optimizer, max_norm,
+                 model.parameters(), last)
+        if last:
+            optimizer.zero_grad()
+""",
+    "cleared_at_the_window_start": """\
+for epoch in range(num_epochs):
+    for i, (x, y) in enumerate(dataloader):
+        if i % accumulation_steps == 0:
+            optimizer.zero_grad(set_to_none=False)
+        scaled = scaler.scale(criterion(model(x), y) / accumulation_steps)
+        scaled.backward()
+        if (i + 1) % accumulation_steps == 0 or i + 1 == len(dataloader):
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+            scaler.step(optimizer)
+            scaler.update()
+""",
     "forward_under_autocast": variant(
         ("        loss = criterion(model(inputs), labels) / accumulation_steps\n",
          "        with torch.autocast(device_type=device, dtype=torch.bfloat16):\n"
@@ -110,6 +144,13 @@ BUGGY = {
     "no_scaler_at_all": (variant((BACKWARD, "        loss.backward()\n"), (UNSCALE, ""),
                                  (STEP, "            optimizer.step()\n"), (UPDATE, "")),
                          ["optimizer_step_instead_of_scaler_step", "backward_without_scaler"]),
+    # It skips the overflow by hand (the skipped window is recognised, so only the step
+    # that bypasses the scaler is told).
+    "finite_check_by_hand_then_optimizer_step": (
+        variant((CLIP, "            norm = " + CLIP.lstrip()),
+                (STEP, "            if torch.isfinite(norm):\n"
+                       "                optimizer.step()\n")),
+        ["optimizer_step_instead_of_scaler_step"]),
     "scaled_loss_thrown_away": (
         variant((BACKWARD, "        scaler.scale(loss)\n        loss.backward()\n")),
         ["backward_without_scaler"]),

@@ -93,16 +93,16 @@ def _direct_step(trace: Trace) -> Finding | None:
                         f"({scale:g}): with this SGD optimizer the update was {scale:g}x too "
                         f"large. Step with scaler.step(optimizer), which unscales them first "
                         f"and skips the update if they overflowed, then call scaler.update()")
-            how = ("scaler.unscale_(optimizer) had unscaled .grad" if unscaled else
-                   f".grad had been multiplied by {ev.rescaled:.3g} by hand")
-            stuck = ("" if unscaled or any(isinstance(e, ScalerCall) and e.method == "update"
-                                           for e in trace.events)
-                     else ", and without scaler.update() the scale never adapts")
+            how = ("scaler.unscale_(optimizer) had unscaled" if unscaled else
+                   f"had been multiplied by {ev.rescaled:.3g} by hand")
+            stuck = ("" if any(isinstance(e, ScalerCall) and e.method == "update"
+                               for e in trace.events)
+                     else "; without scaler.update() the scale never adapts either")
             return ("optimizer_step_instead_of_scaler_step",
-                    f"{where}: {how}, but nothing checked the gradients for inf or NaN, so a "
-                    f"window whose float16 gradients overflowed would write inf or NaN into "
-                    f"the weights{stuck}. Step with scaler.step(optimizer), which skips such "
-                    f"an update, then call scaler.update()")
+                    f"{where}, on gradients that {how}: optimizer.step() applies gradients "
+                    f"even when they hold inf or NaN (a float16 overflow), where "
+                    f"scaler.step(optimizer) skips the update{stuck}. Step with "
+                    f"scaler.step(optimizer), then call scaler.update()")
     return None
 
 

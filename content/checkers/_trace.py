@@ -243,7 +243,14 @@ class _Replay:
         if self.overflowed:  # optimizer.step() on an overflow: the weights are lost from here
             self.trace.nonfinite = step
 
-    def record_step(self, grads: Vector | None, skipped: bool) -> Step:
+    def skipped_by_hand(self) -> None:
+        """An overflowed window, unscaled (so the scaler saw the inf), cleared with no step:
+        the update skipped as scaler.step() skips it, at the window's last micro-batch."""
+        last = self.trace.contribs[self.ledger.stop - 1]
+        self.record_step(None, skipped=True, at=(last.epoch, last.batch + 1))
+
+    def record_step(self, grads: Vector | None, skipped: bool,
+                    at: tuple[int, int] | None = None) -> Step:
         """A step of the optimizer, or one scaler.step() skipped (it found inf or NaN)."""
         epoch, pos = self.trace.passes, 0
         if self.last_loss is not None:
@@ -252,6 +259,8 @@ class _Replay:
         if not skipped:
             self.observe(epoch, grads)
         pending = self.last_loss if self.last_loss not in self.trace.backpropagated else None
+        if at is not None:
+            (epoch, pos), pending = at, None
         largest = self.ledger.largest
         step = Step(epoch, pos, self.lrs, self.ledger.held, self.ledger.settle(),
                     0.0 if largest is None else largest, pending, self.rescaled, skipped)
@@ -312,6 +321,8 @@ class _Replay:
             self.predicted = actual  # inf or NaN as predicted: nothing more to compare
             return
         if actual is None or not any(actual):
+            if self.overflowed and self.unscaled and self.ledger.fresh < self.ledger.stop:
+                self.skipped_by_hand()
             self.overflowed = self.unscaled = False
             dropped = self.ledger.clear()
             if dropped:
