@@ -296,7 +296,8 @@ class _Replay:
             raise Malformed("a GradScaler event")
         scale = None if scale is None else _number(scale)
         self.trace.events.append(ScalerCall(self.trace.passes, method, scale))
-        if self.overflowed and method in ("unscale_", "step") and not self.unscaled and scale:
+        if (self.overflowed and method in ("unscale_", "step") and not self.unscaled
+                and scale is not None and 0 < scale < math.inf):  # a scale the child claims
             self.ledger.rescale(1 / scale)  # what torch's unscale_ does, inf or not
             self.rescaled /= scale
             self.unscaled = True
