@@ -77,6 +77,40 @@ for epoch in range(num_epochs):
             scaler.update()
             optimizer.zero_grad()
 """,
+    "scaler_wrapper_with_an_update_flag": """\
+class ScaledBackward:  # a scaler wrapper as timm's NativeScaler is written
+    def __init__(self, scaler):
+        self.scaler = scaler
+    def __call__(self, loss, optimizer, clip, parameters, update):
+        self.scaler.scale(loss).backward()
+        if update:
+            self.scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(parameters, clip)
+            self.scaler.step(optimizer)
+            self.scaler.update()
+backward = ScaledBackward(scaler)
+for epoch in range(num_epochs):
+    optimizer.zero_grad()
+    for i, (x, y) in enumerate(dataloader):
+        last = (i + 1) % accumulation_steps == 0 or i + 1 == len(dataloader)
+        backward(criterion(model(x), y) / accumulation_steps, optimizer, max_norm,
+                 model.parameters(), last)
+        if last:
+            optimizer.zero_grad()
+""",
+    "cleared_at_the_window_start": """\
+for epoch in range(num_epochs):
+    for i, (x, y) in enumerate(dataloader):
+        if i % accumulation_steps == 0:
+            optimizer.zero_grad(set_to_none=False)
+        scaled = scaler.scale(criterion(model(x), y) / accumulation_steps)
+        scaled.backward()
+        if (i + 1) % accumulation_steps == 0 or i + 1 == len(dataloader):
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+            scaler.step(optimizer)
+            scaler.update()
+""",
     "forward_under_autocast": variant(
         ("        loss = criterion(model(inputs), labels) / accumulation_steps\n",
          "        with torch.autocast(device_type=device, dtype=torch.bfloat16):\n"
@@ -96,7 +130,30 @@ BUGGY = {
     "everything_every_micro_batch": (
         variant(per_micro_batch(UNSCALE, CLIP, STEP, UPDATE), (UNSCALE + CLIP + STEP + UPDATE,
                                                                "")),
-        ["step_every_batch"]),
+        ["unscale_and_step_every_micro_batch"]),
+    # The scaler's point defeated: each of these trains, and must fail.
+    "unscale_clip_then_optimizer_step": (
+        variant((STEP, "            optimizer.step()\n")),
+        ["optimizer_step_instead_of_scaler_step"]),
+    "grad_divided_by_hand_then_optimizer_step": (
+        variant((UNSCALE, "            for p in model.parameters():\n"
+                          "                p.grad /= scaler.get_scale()\n"),
+                (STEP, "            optimizer.step()\n"), (UPDATE, "")),
+        ["optimizer_step_instead_of_scaler_step"]),
+    # The second scenario's overflow reaches the weights: no scaler skipped it.
+    "no_scaler_at_all": (variant((BACKWARD, "        loss.backward()\n"), (UNSCALE, ""),
+                                 (STEP, "            optimizer.step()\n"), (UPDATE, "")),
+                         ["optimizer_step_instead_of_scaler_step", "backward_without_scaler"]),
+    # It skips the overflow by hand (the skipped window is recognised, so only the step
+    # that bypasses the scaler is told).
+    "finite_check_by_hand_then_optimizer_step": (
+        variant((CLIP, "            norm = " + CLIP.lstrip()),
+                (STEP, "            if torch.isfinite(norm):\n"
+                       "                optimizer.step()\n")),
+        ["optimizer_step_instead_of_scaler_step"]),
+    "scaled_loss_thrown_away": (
+        variant((BACKWARD, "        scaler.scale(loss)\n        loss.backward()\n")),
+        ["backward_without_scaler"]),
     "off_by_one": (variant(("(i + 1) % accumulation_steps == 0 or i + 1 == len(dataloader)",
                             "i % accumulation_steps == 0")), ["off_by_one_modulo"]),
     "window_of_three": (variant(("% accumulation_steps", "% 3")), ["wrong_update_frequency"]),
@@ -142,10 +199,10 @@ RAISING = {
                                       "step_every_batch", "step() has already been called"),
     "scale_without_backward": (variant((BACKWARD, "        scaler.scale(loss)\n")),
                                "missing_backward", "No inf checks were recorded for"),
+    "backward_without_the_scaler": (variant((BACKWARD, "        loss.backward()\n")),
+                                    "backward_without_scaler", "did not use scaler.scale"),
 }
 RAISING_WITHOUT_ID = {
-    "backward_without_the_scaler": (variant((BACKWARD, "        loss.backward()\n")),
-                                    "never scaled"),
     "cleared_before_the_step": (variant((CLEAR, ""), (UNSCALE, CLEAR + UNSCALE)),
                                 "cleared (zero_grad) before the step"),
     "update_every_micro_batch": (variant(per_micro_batch(UPDATE), (UPDATE, "")),
@@ -155,15 +212,15 @@ UNEXPLAINED = {
     "no_clipping": (variant((CLIP, "")), "no clip_grad_norm_ had clipped"),
     "hard_coded_max_norm": (variant(("max_norm)\n", "1.0)\n")),
                             "where max_norm = 0.5 allows 0.5"),
+    "a_wrong_clip_then_the_right_one": (
+        variant((CLIP, CLIP.replace("max_norm)", "max_norm / 10)") + CLIP)),
+        "ran 2 times on one update's gradient"),
     "clip_by_value": (variant(("clip_grad_norm_(model.parameters(), max_norm)",
                                "clip_grad_value_(model.parameters(), max_norm)")),
                       "clips the gradients' norm"),
     "clip_of_the_weight_only": (variant(("clip_grad_norm_(model.parameters(), max_norm)",
                                          "clip_grad_norm_(model.weight, max_norm)")),
                                 "only some of the model's parameters"),
-    "no_scaler_at_all": (variant((BACKWARD, "        loss.backward()\n"), (UNSCALE, ""),
-                                 (STEP, "            optimizer.step()\n"), (UPDATE, "")),
-                         "never went through scaler.scale()"),
 }
 
 
@@ -222,6 +279,16 @@ def test_feedback_carries_the_numbers():
     assert "7.63e-06" in clip_first  # 0.5 / 65536: the limit on the real gradients
     direct = check(BUGGY["optimizer_step_without_update"][0])["feedback"][0]
     assert "65536x too large" in direct and "after batch 4 (epoch 1)" in direct
+    every = check(BUGGY["everything_every_micro_batch"][0])["feedback"][0]
+    assert "divided all of .grad by the scale (65536)" in every
+    assert "own micro-batch's gradient / accumulation_steps" in every and "4x too small" in every
+    unscaled = check(variant((" / accumulation_steps\n", "\n"),
+                             base=BUGGY["everything_every_micro_batch"][0]))
+    assert unscaled["mistakes"] == ["unscale_and_step_every_micro_batch"]
+    assert "multiplied by 1: small-batch training" in unscaled["feedback"][0]  # no k to blame
+    thrown = check(BUGGY["scaled_loss_thrown_away"][0])["feedback"][0]
+    assert "multiplied by 0.25, not by the scaler's scale (65536)" in thrown
+    assert "multiplied by 3.81e-06 instead of 1/4" in thrown
 
 
 def test_a_crash_gets_a_plain_message_with_the_learners_line():
@@ -242,16 +309,22 @@ def test_scenarios_tell_the_given_names_apart():
     assert any(scn.growth_interval < scn.n_batches for scn in SCENARIOS)
 
 
-def test_the_scaler_really_scales_and_clipping_bites():
-    from content.checkers._trace import Clip, ScalerCall, replay
+def test_the_scaler_really_scales_clipping_bites_and_one_window_overflows():
+    from content.checkers._trace import Clip, ScalerCall, Step, replay
 
     observed = observe(REFERENCE, plan())
     for scn, data, obs in zip(SCENARIOS, plan(), observed["scenarios"], strict=True):
         trace = replay(scn, data, obs)
-        scales = {e.scale for e in trace.events if isinstance(e, ScalerCall)}
-        assert min(scales) >= scn.init_scale > 1
+        scales = [e.scale for e in trace.events if isinstance(e, ScalerCall)]
         norms = [e.norms[0] for e in trace.events if isinstance(e, Clip)]
         assert any(n > scn.max_norm for n in norms) and any(n < scn.max_norm for n in norms)
+        skipped = [e for e in trace.events if isinstance(e, Step) and e.skipped]
+        if scn.overflow_batch is None:
+            assert min(scales) >= scn.init_scale > 1 and not skipped
+        else:  # once per epoch scaler.step() skipped the update, and the scale backed off
+            assert [s.epoch for s in skipped] == list(range(1, scn.num_epochs + 1))
+            assert scn.init_scale / 2 in scales and trace.nonfinite is None
+    assert any(scn.overflow_batch is not None for scn in SCENARIOS)
 
 
 def test_same_code_same_result():

@@ -28,8 +28,9 @@ def explain(error: dict, trace: Trace | None, scn: Scenario) -> Finding | None:
     events = trace.events if trace is not None else []
     calls = [i for i, e in enumerate(events) if isinstance(e, ScalerCall)]
     if NEVER_SCALED in message:
-        return (None, "the scaler was asked to unscale or step gradients it never scaled: "
-                      "backpropagate scaler.scale(loss), not the loss itself")
+        return ("backward_without_scaler",
+                "the scaler was asked to unscale or step gradients it never scaled: "
+                "backpropagate scaler.scale(loss), not the loss itself")
     if NO_GRADIENTS in message:
         if not any(isinstance(e, Backward) for e in events):
             return ("missing_backward",

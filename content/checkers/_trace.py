@@ -9,6 +9,12 @@ weights are followed too: they may change only in optimizer.step(), by what plai
 makes of the .grad that step saw. So events that claim a correct loop without its
 training (weights that never move, or a correct final copied in) do not add up.
 
+A gradient the judge's own data makes overflow (an AMP scenario) is followed as the scaler
+treats it: while .grad holds it, .grad is compared with nothing, unscaling is what
+GradScaler does, a scaler.step() is a skipped update (`Step.skipped`), and an
+optimizer.step() on it ends the replay (`Trace.nonfinite`). A record cannot claim an overflow
+the judge's data has not made.
+
 The judge's own work is bounded too: a record longer than MAX_EVENTS is refused, the replay
 stops at the first anomaly (the diagnosis tells only that one; later events are only
 counted), and what .grad holds is followed by `Ledger` without a copy per event.
@@ -57,6 +63,7 @@ class Step:
     largest: float  # the largest factor in .grad (0.0 when empty)
     pending: int | None  # a loss computed but not yet backpropagated at step() time
     rescaled: float  # .grad multiplied by this since the last backward (unscaling, say)
+    skipped: bool = False  # scaler.step() found inf or NaN and did not call optimizer.step()
     norm: float = 0.0  # the 2-norm of .grad at step() (a clip by hand is judged by it)
 
 
@@ -110,6 +117,7 @@ class Trace:
     anomaly: str | None = None
     truncated: bool = False
     final: Vector = field(default_factory=list)
+    nonfinite: Step | None = None  # a step that applied inf or NaN: the replay stopped there
     losses: int = 0
     backwards: int = 0
 
@@ -159,6 +167,10 @@ class _Replay:
         self.ledger = Ledger(self.trace.contribs)  # what .grad holds, with what factors
         self.predicted: Vector = [0.0] * N_WEIGHTS
         self.rescaled = 1.0
+        # The judge's data can make a gradient overflow (an AMP scenario): while .grad holds
+        # it, .grad is compared with nothing, and unscaling is what the scaler does.
+        self.overflowed = self.unscaled = False
+        self.lrs: tuple[float, ...] = (scn.learning_rate,)  # the optimizer's, last seen
         self.handlers = {"F": (self.fetch, 1), "L": (self.loss, 2), "B": (self.backward, 3),
                          "A": (self.accumulated, 0), "S": (self.step, 4),
                          "C": (self.clip, 5), "R": (self.scheduler, 1),
@@ -173,8 +185,8 @@ class _Replay:
             raise Malformed(f"unknown event {kind!r}")
         self.trace.losses += kind == "L"
         self.trace.backwards += kind == "B"
-        if self.trace.anomaly is None:  # past it, nothing more is told: only counted
-            handler[0](*args)
+        if self.trace.anomaly is None and self.trace.nonfinite is None:
+            handler[0](*args)  # past either, nothing more is told: only counted
 
     @property
     def in_flight(self) -> bool:
@@ -207,6 +219,7 @@ class _Replay:
         self.rescaled = 1.0
         if math.isfinite(scale):
             self.predicted = axpy(scale, self.grads[loss_id], self.predicted)
+            self.overflowed |= scale != 0 and not all(map(math.isfinite, self.grads[loss_id]))
 
     def accumulated(self) -> None:
         self.ledger.arrive(len(self.trace.contribs))
@@ -219,6 +232,7 @@ class _Replay:
         flags = _index(flags, 4)
         before = _vector(weights)
         self.follow(before)
+        self.lrs = lrs
         if len(set(lrs)) == 1:  # one rate for all (several differ: the lr check reports it)
             self.weights = axpy(-lrs[0], grads or [0.0] * N_WEIGHTS, before)
         if flags & IN_BACKWARD:
@@ -226,16 +240,35 @@ class _Replay:
         if flags & FOREIGN_OPTIMIZER:
             self.flag("optimizer.step() was called on an optimizer that does not hold "
                       "exactly the model's parameters")
+        step = self.record_step(grads, skipped=False)
+        if self.overflowed:  # optimizer.step() on an overflow: the weights are lost from here
+            self.trace.nonfinite = step
+
+    def skipped_by_hand(self) -> None:
+        """An overflowed window, unscaled (so the scaler saw the inf), cleared with no step:
+        the update skipped as scaler.step() skips it, at the window's last micro-batch."""
+        last = self.trace.contribs[self.ledger.stop - 1]
+        self.record_step(None, skipped=True, at=(last.epoch, last.batch + 1))
+
+    def record_step(self, grads: Vector | None, skipped: bool,
+                    at: tuple[int, int] | None = None) -> Step:
+        """A step of the optimizer, or one scaler.step() skipped (it found inf or NaN)."""
         epoch, pos = self.trace.passes, 0
         if self.last_loss is not None:
             epoch, batch = self.trace.loss_batches[self.last_loss]
             pos = batch + 1
-        self.observe(epoch, grads)
+        if not skipped:
+            self.observe(epoch, grads)
         pending = self.last_loss if self.last_loss not in self.trace.backpropagated else None
+        if at is not None:
+            (epoch, pos), pending = at, None
         largest = self.ledger.largest
-        self.trace.events.append(Step(epoch, pos, lrs, self.ledger.held, self.ledger.settle(),
-                                      0.0 if largest is None else largest, pending,
-                                      self.rescaled, math.sqrt(sum(g * g for g in grads or ()))))
+        step = Step(epoch, pos, self.lrs, self.ledger.held, self.ledger.settle(),
+                    0.0 if largest is None else largest, pending, self.rescaled, skipped,
+                    math.sqrt(sum(g * g for g in grads or ())))
+        self.trace.events.append(step)
+        self.unscaled = False
+        return step
 
     def clip(self, kind, mask, value, before, after) -> None:
         if kind not in ("norm", "value") or not isinstance(mask, list) or len(mask) != len(
@@ -249,10 +282,11 @@ class _Replay:
             return
         clipped = [i for (lo, hi), m in zip(PARAM_SLICES, mask, strict=True) if m
                    for i in range(lo, hi)]
-        if after is None or not _clipped(kind, value, before, after, clipped):
+        if not self.overflowed and (after is None
+                                    or not _clipped(kind, value, before, after, clipped)):
             self.flag(f"gradient clipping changed .grad in a way clip_grad_{kind}_ does not")
             return
-        self.predicted = after
+        self.predicted = after or before
         norms = tuple(math.sqrt(sum(v[i] ** 2 for i in clipped)) for v in (before, after))
         self.trace.events.append(Clip(epoch, kind, self.ledger.held, norms, all(mask)))
 
@@ -264,6 +298,13 @@ class _Replay:
             raise Malformed("a GradScaler event")
         scale = None if scale is None else _number(scale)
         self.trace.events.append(ScalerCall(self.trace.passes, method, scale))
+        if (self.overflowed and method in ("unscale_", "step") and not self.unscaled
+                and scale is not None and 0 < scale < math.inf):  # a scale the child claims
+            self.ledger.rescale(1 / scale)  # what torch's unscale_ does, inf or not
+            self.rescaled /= scale
+            self.unscaled = True
+        if self.overflowed and method == "step":
+            self.record_step(None, skipped=True)  # found inf: optimizer.step() is not called
 
     def follow(self, weights: Vector) -> None:
         """The weights the child saw must be where the steps so far put them."""
@@ -279,7 +320,13 @@ class _Replay:
         multiplied by a single factor was rescaled; anything else is unexplained."""
         if actual is not None and _near(actual, self.predicted, ATOL):
             return
+        if self.overflowed and actual is not None and not all(map(math.isfinite, actual)):
+            self.predicted = actual  # inf or NaN as predicted: nothing more to compare
+            return
         if actual is None or not any(actual):
+            if self.overflowed and self.unscaled and self.ledger.fresh < self.ledger.stop:
+                self.skipped_by_hand()
+            self.overflowed = self.unscaled = False
             dropped = self.ledger.clear()
             if dropped:
                 self.trace.events.append(Clear(epoch, dropped))
@@ -345,7 +392,7 @@ def replay(scn: Scenario, plan: dict, observed) -> Trace:
         replaying.event(ev)
     trace = replaying.trace
     trace.final = _vector(observed.get("final"))
-    if not truncated:
+    if not truncated and trace.nonfinite is None:
         replaying.follow(trace.final)
     trace.truncated = truncated
     return trace

@@ -6,10 +6,13 @@ judges in the sandbox service, without torch), with an `AmpScenario`: the child 
 `scaler`, an enabled GradScaler for the device, and `max_norm`. The windows, the loss scaling
 and the clearing are judged exactly as on the plain card (`train_loop.diagnose`, any correct
 window plan passes); on top of that (`_amp`): the loss goes through scaler.scale(), each
-update's gradients are clipped once, after they were unscaled, to max_norm, and the step goes
-through scaler.step(). A loop that calls the scaler out of order makes torch raise; that error
-is told in plain words, with the mistake behind it when the calls before it show one
-(`_scaler_errors`).
+update's gradients are clipped once, after they were unscaled, to max_norm (every clip of
+an update is checked, not only the last), the backward() gets the scaled loss, and the step
+goes through scaler.step(). The second scenario overflows (one micro-batch's target is inf,
+so its gradient is, every epoch): a correct loop's scaler.step() skips that window's update,
+and optimizer.step() on it ends the judging with what it did to the weights. A loop that
+calls the scaler out of order makes torch raise; that error is told in plain words, with the
+mistake behind it when the calls before it show one (`_scaler_errors`).
 
 Autocast stays off in the child (as on the plain card): the card judges the order of scaling,
 unscaling, clipping and stepping, not the rounding of float16.
@@ -20,8 +23,15 @@ from __future__ import annotations
 import functools
 
 from content.checkers import train_loop
-from content.checkers._amp import SCALING_IDS, amp
+from content.checkers._amp import (
+    OVERRIDES_SCALING,
+    SCALING_IDS,
+    amp,
+    overflow_applied,
+    partial_sums_rescaled,
+)
 from content.checkers._scaler_errors import explain
+from content.checkers._scaling import scaling
 from content.checkers._scenario import AmpScenario, plans
 from content.checkers._trace import Trace, replay
 from content.checkers._verdict import Finding, error_result, scenarios, verdict
@@ -35,11 +45,13 @@ SCENARIOS = (
                 n_batches=12, seed=21, max_norm=0.5, init_scale=2.0 ** 16),
     AmpScenario(accumulation_steps=3, batch_size=5, num_epochs=4, learning_rate=0.05,
                 n_batches=10, seed=22, max_norm=0.8, init_scale=2.0 ** 12,
-                growth_interval=3),  # 10 = 3 * 3 + 1: a partial last window
+                growth_interval=3,  # 10 = 3 * 3 + 1: a partial last window
+                overflow_batch=4),  # every epoch, the window of batches 4-6 overflows
 )
 MISTAKES = (
     "no_loss_scaling", "mismatched_scaling", "optimizer_step_instead_of_scaler_step",
-    "step_every_batch", "off_by_one_modulo", "wrong_update_frequency", "zero_grad_every_batch",
+    "backward_without_scaler", "step_every_batch", "unscale_and_step_every_micro_batch",
+    "off_by_one_modulo", "wrong_update_frequency", "zero_grad_every_batch",
     "missing_zero_grad", "missing_backward", "step_before_backward", "missing_scaler_update",
     "unscale_every_micro_batch", "clip_before_unscale", "clip_every_micro_batch",
     "clip_after_step",
@@ -78,10 +90,20 @@ def judge(observations, salt: int = 0) -> dict:
 
 
 def diagnose(trace: Trace, scn: AmpScenario) -> list[Finding]:
+    if trace.nonfinite is not None:  # what came after it was not judged
+        return [overflow_applied(trace, scn, trace.nonfinite)]
     findings = train_loop.diagnose(trace, scn)
     if not trace.backwards or trace.truncated or trace.anomaly or trace.losses == 0:
         return findings  # nothing trained that the order of an AMP window could explain
-    extra = amp(trace, scn, updates(trace))
-    if any(m == "optimizer_step_instead_of_scaler_step" for m, _ in extra):
-        findings = [f for f in findings if f[0] not in SCALING_IDS]
+    ups = updates(trace)
+    extra = amp(trace, scn, ups)
+    rescaled = (partial_sums_rescaled(trace, scn, ups)
+                if any(m == "step_every_batch" for m, _ in findings) else None)
+    if rescaled:  # not partial sums applied again: the earlier micro-batches divided away
+        findings = [rescaled if m == "step_every_batch" else (m, t) for m, t in findings]
+    if rescaled or any(m in OVERRIDES_SCALING for m, _ in extra):
+        # No window (or no scale) for the loss scaling to be judged by: .grad's scale tells
+        # nothing about it.
+        scale = scaling(trace, scn, ups)
+        findings = [f for f in findings if f not in scale and f[0] not in SCALING_IDS]
     return findings + extra

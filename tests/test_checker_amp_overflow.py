@@ -1,0 +1,50 @@
+"""The AMP checker's overflowing scenario: one micro-batch's gradient is inf, as a float16
+one can be; a correct loop's scaler.step() skips that update, and what else a loop does
+with it is judged from the judge's own data only."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+
+from content.checkers._observe import observe  # noqa: E402
+from content.checkers.amp_clip_loop import SCENARIOS, judge, plan  # noqa: E402
+from tests.test_checker_amp import BUGGY, REFERENCE  # noqa: E402
+
+
+def test_an_overflow_applied_by_optimizer_step_is_told_with_its_batch():
+    from content.checkers._trace import replay
+    from content.checkers.amp_clip_loop import diagnose
+
+    scn = SCENARIOS[1]
+    for name in ("unscale_clip_then_optimizer_step", "grad_divided_by_hand_then_optimizer_step",
+                 "optimizer_step_without_update"):
+        obs = observe(BUGGY[name][0], plan())["scenarios"][1]
+        trace = replay(scn, plan()[1], obs)
+        assert trace.nonfinite is not None and trace.anomaly is None
+        ((mistake, text),) = diagnose(trace, scn)
+        assert mistake == "optimizer_step_instead_of_scaler_step"
+        assert f"batch {scn.overflow_batch + 1}'s gradient was inf" in text
+        assert "the weights became inf or NaN" in text
+
+
+def test_only_the_judges_own_data_can_overflow():
+    """A record whose .grad turns inf where the judge's data has no overflow is refused as
+    before: the skip a correct scaler makes is granted only where the judge made one."""
+    from content.checkers._trace import replay
+
+    obs = observe(REFERENCE, plan())["scenarios"][0]
+    step = next(e for e in obs["events"] if e[0] == "S")
+    step[2] = [float("inf")] * len(step[2])
+    trace = replay(SCENARIOS[0], plan()[0], obs)
+    assert trace.anomaly and trace.nonfinite is None
+
+
+@pytest.mark.parametrize("scale", [0.0, -1.0, float("nan"), float("inf")])
+def test_a_forged_scale_in_an_overflowed_window_is_judged_without_a_crash(scale):
+    observed = observe(REFERENCE, plan())
+    for ev in observed["scenarios"][1]["events"]:
+        if ev[0] == "G":
+            ev[2] = scale
+    assert judge(observed)["status"] == "ok"
