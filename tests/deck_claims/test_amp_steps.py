@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 from torch import nn
 from torch.nn.utils import clip_grad_norm_
 
-from tests.helpers.training import K, flat, make_batches, mlp
+from tests.helpers.training import K, flat, flat_grad, make_batches, mlp
 
 SCALE = 2.0**16
 BATCHES = make_batches([4] * (3 * K))  # three windows of K micro-batches
@@ -139,3 +140,24 @@ def test_optimizer_step_on_scaled_gradients_makes_an_sgd_step_scale_times_too_la
 def test_a_thrown_away_scaled_loss_makes_the_update_scale_times_too_small():
     right, thrown = _one_window("right"), _one_window("thrown_away")
     torch.testing.assert_close(thrown * SCALE, right, rtol=1e-6, atol=0.0)  # w - w0 rounds
+
+
+def test_scaler_scale_returns_a_new_tensor_and_the_plain_loss_leaves_grad_unscaled():
+    """`backward_without_scaler`: scale() changes nothing in place; backpropagating the plain
+    loss gives .grad the unscaled gradient, which unscale_ then divides by the scale; with
+    no scale() call at all, unscale_ and step fail."""
+    x, y = BATCHES[0]
+    model = mlp()
+    loss = nn.functional.mse_loss(model(x), y)
+    scaler = _scaler()
+    scaled = scaler.scale(loss)
+    assert scaled is not loss and torch.equal(scaled, loss * SCALE)
+    loss.backward()
+    plain = flat_grad(model)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler.unscale_(optimizer)
+    assert torch.allclose(flat_grad(model), plain / SCALE)
+    fresh = _scaler()
+    for call in (fresh.unscale_, fresh.step):
+        with pytest.raises(AssertionError, match="_scale is None"):
+            call(torch.optim.SGD(mlp().parameters(), lr=0.1))
