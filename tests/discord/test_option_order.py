@@ -44,7 +44,7 @@ async def test_each_button_answers_the_option_listed_under_its_letter(world):
         if ids[text] == right:
             continue
         message = (await ann.click(message, label=letter)).response
-        assert f"**{text}**: " in message.embeds[1].description
+        assert f"**{letter}. {text}**: " in message.embeds[1].description
     theirs = (await bob.slash(channel, "practice", topic="concept")).response
     mine = await bob.click(theirs, label=next(
         letter for letter, text in shown_options(theirs).items() if ids[text] == right))
