@@ -94,6 +94,14 @@ def test_multiple_choice_shows_solution_steps(tutor):
     assert "Correct, on attempt 2." in text
 
 
+def test_a_wrong_option_typed_again_is_refused_and_costs_no_attempt(tutor):
+    text = play(tutor, ["zero_grad", "accumulation_steps backward",
+                        letters("To train faster"), letters("To train faster"), "average",
+                        "q"])
+    assert "You already tried that option on this card, and it is not right" in text
+    assert "This try used no attempt." in text and "Correct, on attempt 2." in text
+
+
 def test_a_typed_letter_answers_the_option_shown_under_it(tutor):
     """Whatever the shuffle put under each letter, typing it answers that option."""
     for n, wrong in enumerate(sorted(WHY - {"To average gradients over the micro-batches"})):

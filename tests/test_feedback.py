@@ -25,12 +25,14 @@ def test_a_wrong_attempt_with_attempts_left_reveals_nothing(tutor):
 
 
 def test_the_last_wrong_attempt_reveals_the_answer_and_the_solution(tutor):
-    served = tutor.next_card(tutor.learner("local:ann"))
+    served = tutor.next_card(tutor.learner("local:ann"), only="mini/scale")
     card = tutor.card(served)
-    for _ in range(2):
-        served = tutor.answer(served, {"method": "step"}).served
-    fb = feedback(card, tutor.answer(served, {"method": "backward"}), TODAY)
-    assert (fb.headline, fb.finished, fb.answer) == ("Not this time.", True, "zero_grad")
+    for call in ("batch_size", "accumulation_steps"):
+        served = tutor.answer(served, {"divisor": "accumulation_steps", "call": call}).served
+    fb = feedback(card, tutor.answer(served, {"divisor": "batch_size", "call": "batch_size"}),
+                  TODAY)
+    assert (fb.headline, fb.finished, fb.answer) == ("Not this time.", True,
+                                                     "accumulation_steps, backward")
     assert fb.explanation == card.explanation and fb.takeaway == card.takeaway
     assert fb.next_review == "tomorrow"
 
@@ -72,9 +74,10 @@ def missed(tutor, card_id: str):
     served = tutor.next_card(tutor.learner("local:ann"), only=card_id)
     card = tutor.card(served)
     letters = {option.id: letter for letter, option in lettered(card, served)}
-    wrong = [o.id for o in card.options if not o.correct]
+    wrong = [o.id for o in card.options if not o.correct][:3]
+    assert len(wrong) == 3  # a wrong option picked again costs no attempt
     shown = []
-    for option_id in (wrong * 3)[:3]:
+    for option_id in wrong:
         verdict = tutor.answer(served, option_id)
         served = verdict.served
         shown.append(feedback(card, verdict, TODAY))
@@ -86,7 +89,7 @@ def test_a_missed_code_option_card_reveals_the_keys_letter_and_code(bundled_tuto
     card, letters, wrong, shown = missed(bundled_tutor, card_id)
     key = next(o for o in card.options if o.correct)
     assert key.code and letters[key.id] in LETTERS[:len(card.options)]
-    for fb, option_id in zip(shown, (wrong * 3)[:3], strict=True):
+    for fb, option_id in zip(shown, wrong, strict=True):
         assert [m.letter for m in fb.mistakes] == [letters[option_id]]  # as this serve showed
     *before, last = shown
     assert all(fb.answer_letter is None and fb.answer_code is None for fb in before)
@@ -97,8 +100,8 @@ def test_a_missed_code_option_card_reveals_the_keys_letter_and_code(bundled_tuto
     assert text.endswith(code_block(key.code)) and text.count("```") == 2
 
 
-def test_a_text_option_card_reveals_its_letter_and_no_code(tutor):
-    card, letters, wrong, shown = missed(tutor, "mini/why")
+def test_a_text_option_card_reveals_its_letter_and_no_code(bundled_tutor):
+    card, letters, wrong, shown = missed(bundled_tutor, "gradient-accumulation/purpose")
     assert not any(o.code for o in card.options)
     key = next(o for o in card.options if o.correct)
     assert (shown[-1].answer, shown[-1].answer_letter, shown[-1].answer_code) == (
