@@ -46,8 +46,9 @@ class Refused(UntrustedDeck):
 
 
 def _too_large(size: int, what: str) -> Refused:
-    return Refused(1, f"the {what} is {size / 1024:.0f} KiB; at most {MAX_BYTES // 1024} "
-                      "KiB are accepted")
+    """`size` 0: unknown (a device or pipe that gave more than the bound)."""
+    length = f"{size / 1024:.0f} KiB" if size else f"more than {MAX_BYTES // 1024} KiB"
+    return Refused(1, f"the {what} is {length}; at most {MAX_BYTES // 1024} KiB are accepted")
 
 
 def decode(data: bytes, what: str = "deck file") -> str:
@@ -108,9 +109,9 @@ def read_bounded(path: Path | str, what: str = "deck file") -> bytes:
     bound (a file that lies about its size, a device, a pipe). OSError when unreadable."""
     with open(path, "rb") as file:
         data = file.read(MAX_BYTES + 1)
-        size = max(len(data), os.fstat(file.fileno()).st_size)
-    if size > MAX_BYTES:
-        raise _too_large(size, what)
+        size = os.fstat(file.fileno()).st_size
+    if len(data) > MAX_BYTES or size > MAX_BYTES:
+        raise _too_large(size if size > MAX_BYTES else 0, what)
     return data
 
 

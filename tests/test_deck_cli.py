@@ -62,6 +62,9 @@ def test_validate_refuses_an_alias_bomb_and_an_oversize_file_as_publish_does(tmp
     # An ordinary problem keeps the loader's file:line: message.
     line = bad.read_text().splitlines().index("    mistake: nope") + 1
     assert f"{bad}:{line}: unknown mistake id 'nope'" in lines
+    endless = tutor("deck", "validate", "/dev/zero")  # read up to the bound, no further
+    assert endless.stdout == "/dev/zero:1: the deck file is more than 256 KiB; at most 256 KiB " \
+                             "are accepted\n" and endless.returncode == 1
     published = tutor("deck", "publish", str(big), "--guild", "1", "--db",
                       str(tmp_path / "t.db"))
     assert published.returncode == 1 and "at most 256 KiB" in published.stderr
