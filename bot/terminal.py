@@ -233,16 +233,20 @@ class Console:
                 self._wrapped(f"Note - {m.title}: {m.explanation}")
                 continue
             where = f" for [{m.blank}]" if m.blank else ""
+            chose = f"{m.letter} ('{m.choice}')" if m.letter else f"'{m.choice}'"
             if m.says:
-                self._wrapped(f"You chose '{m.choice}'{where}: {m.says}")
+                self._wrapped(f"You chose {chose}{where}: {m.says}")
             if m.explanation:
                 self._wrapped(f"Common mistake - {m.title}: {m.explanation}")
         if not fb.finished:
             self.say(f"  {fb.attempts_left} attempt(s) left. (? for a hint)")
             return
         if fb.answer is not None:
+            letter = f"{fb.answer_letter}) " if fb.answer_letter else ""
             self.say("A working solution:\n" + _indent(fb.answer) if fb.answer_is_code
-                     else f"The answer: {fb.answer}")
+                     else f"The answer: {letter}{fb.answer}")
+            if fb.answer_code:
+                self.say(_indent(fb.answer_code, "       "))
         for i, (title, detail) in enumerate(fb.steps, 1):
             self._wrapped(f"{i}. {title}: {detail}")
         if fb.explanation:

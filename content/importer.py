@@ -25,6 +25,7 @@ from content.giveaways import ALLOW_PRAGMA
 from content.loader import DeckError, parse_deck
 from content.practice_page import read_page
 from content.schema import SLUG_RE
+from content.untrusted import read_text
 
 
 def import_page(text: str, *, deck_id: str, title: str | None = None,
@@ -81,7 +82,8 @@ def import_file(path: Path | str, out_path: Path | str, deck_id: str | None = No
     if out_path.exists() and not overwrite:
         raise FileExistsError(f"{out_path} exists; refusing to overwrite it")
     deck_id = deck_id or slug(path.stem, "-", set())
-    text, notes = import_page(path.read_text(encoding="utf-8"), deck_id=deck_id,
+    # A page from someone else: the upload's bounds on size and encoding.
+    text, notes = import_page(read_text(path, "practice page"), deck_id=deck_id,
                               source=str(path))
     out_path.write_text(text, encoding="utf-8")
     return notes

@@ -7,15 +7,21 @@ refused without ever being expanded, and bounded nesting, so PyYAML's recursive 
 never runs deep), the card count, the give-away pragma (uploads are always checked), and
 only then the loader's schema and lint (`parse_deck`, give-away checks forced on), the
 checker names and rev bounds. Problems are "line N: message".
+
+A file on disk from someone else is as untrusted: `read_text` bounds the read itself and
+`load_file` runs the same checks before the loader parses it (`tutor deck validate`).
 """
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import yaml
 
 from content import checkers
 from content.giveaways import ALLOW_PRAGMA, allows_giveaways
-from content.loader import DeckError, line_finder, parse_deck
+from content.loader import DeckError, DeckProblem, line_finder, parse_deck
 from content.schema import CodeCard, Deck
 
 MAX_BYTES = 256 * 1024
@@ -31,20 +37,29 @@ class UntrustedDeck(Exception):
         self.summary, self.problems = summary, problems
 
 
-def _refuse(line: int, message: str, summary: str | None = None) -> UntrustedDeck:
-    return UntrustedDeck(summary or message, [f"line {line}: {message}"])
+class Refused(UntrustedDeck):
+    """One check before parsing failed: where, and why."""
+
+    def __init__(self, line: int, message: str, summary: str | None = None):
+        super().__init__(summary or message, [f"line {line}: {message}"])
+        self.line, self.message = line, message
+
+
+def _too_large(size: int, what: str) -> Refused:
+    """`size` 0: unknown (a device or pipe that gave more than the bound)."""
+    length = f"{size / 1024:.0f} KiB" if size else f"more than {MAX_BYTES // 1024} KiB"
+    return Refused(1, f"the {what} is {length}; at most {MAX_BYTES // 1024} KiB are accepted")
 
 
 def decode(data: bytes, what: str = "deck file") -> str:
     """The text of an upload, refused when too large (before reading it) or not UTF-8."""
     if len(data) > MAX_BYTES:
-        raise _refuse(1, f"the {what} is {len(data) / 1024:.0f} KiB; at most "
-                         f"{MAX_BYTES // 1024} KiB are accepted")
+        raise _too_large(len(data), what)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise _refuse(line, f"not UTF-8 text: byte 0x{data[exc.start]:02x} cannot be "
+        raise Refused(line, f"not UTF-8 text: byte 0x{data[exc.start]:02x} cannot be "
                             "decoded") from None
 
 
@@ -62,7 +77,7 @@ def check_shape(text: str) -> None:
             if isinstance(event, yaml.CollectionStartEvent):
                 stack.append([event.anchor, 1])
                 if len(stack) > MAX_DEPTH:
-                    raise _refuse(line, f"the YAML nests deeper than {MAX_DEPTH} levels")
+                    raise Refused(line, f"the YAML nests deeper than {MAX_DEPTH} levels")
                 continue
             if isinstance(event, yaml.CollectionEndEvent):
                 anchor, size = stack.pop()
@@ -79,14 +94,50 @@ def check_shape(text: str) -> None:
             else:
                 total += size
             if (stack[-1][1] if stack else total) > MAX_NODES:
-                raise _refuse(line, f"the YAML expands to more than {MAX_NODES:,} nodes "
+                raise Refused(line, f"the YAML expands to more than {MAX_NODES:,} nodes "
                                     "(aliases count as what they repeat)",
                               "The deck file expands to too much YAML (an alias bomb?).")
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
-        raise _refuse(mark.line + 1 if mark else 1, f"YAML: {problem}",
+        raise Refused(mark.line + 1 if mark else 1, f"YAML: {problem}",
                       "The deck file is not valid YAML.") from None
+
+
+def read_bounded(path: Path | str, what: str = "deck file") -> bytes:
+    """A file's bytes, refused like an upload when too large; never reads more than the
+    bound (a file that lies about its size, a device, a pipe). OSError when unreadable."""
+    with open(path, "rb") as file:
+        data = file.read(MAX_BYTES + 1)
+        size = os.fstat(file.fileno()).st_size
+    if len(data) > MAX_BYTES or size > MAX_BYTES:
+        raise _too_large(size if size > MAX_BYTES else 0, what)
+    return data
+
+
+def read_text(path: Path | str, what: str = "deck file") -> str:
+    """A file's text through the upload's first checks: size, then UTF-8."""
+    return decode(read_bounded(path, what), what)
+
+
+def screen(text: str) -> None:
+    """The checks between decoding and parsing: the YAML's shape, then the card count."""
+    check_shape(text)
+    _count_cards(text)
+
+
+def load_file(path: Path | str) -> Deck:
+    """A deck file from anyone, on disk: the upload's checks before the loader parses it;
+    every problem a DeckProblem (file:line: message). The give-away pragma is honoured,
+    as for any draft on disk."""
+    try:
+        text = read_text(path)
+        screen(text)
+    except OSError as exc:
+        raise DeckError([DeckProblem(str(path), 1, f"cannot read: {exc}")]) from None
+    except Refused as exc:
+        raise DeckError([DeckProblem(str(path), exc.line, exc.message)]) from None
+    return parse_deck(text, str(path))
 
 
 def _count_cards(text: str) -> None:
@@ -96,7 +147,7 @@ def _count_cards(text: str) -> None:
     for key, value in root.value:
         if key.value == "cards" and isinstance(value, yaml.SequenceNode) and len(
                 value.value) > MAX_CARDS:
-            raise _refuse(key.start_mark.line + 1, f"the deck has {len(value.value)} cards; "
+            raise Refused(key.start_mark.line + 1, f"the deck has {len(value.value)} cards; "
                                                    f"at most {MAX_CARDS} are accepted")
 
 
@@ -124,8 +175,7 @@ def parse_untrusted(data: bytes, extra_checks=None) -> tuple[Deck, str]:
     """The deck and its text, or UntrustedDeck with every problem as "line N: message".
     `extra_checks(deck)` adds (YAML path, message) problems (the Discord limits)."""
     text = decode(data)
-    check_shape(text)
-    _count_cards(text)
+    screen(text)
     problems = _pragma_problems(text)
     try:
         deck = parse_deck(text, "<upload>", giveaways=True)

@@ -88,9 +88,18 @@ def test_multiple_choice_shows_solution_steps(tutor):
     text = play(tutor, ["zero_grad", "accumulation_steps backward",
                         letters("To train faster"), "average", "q"])
     assert set(shown_letters(text)) == WHY
-    assert "You chose 'To train faster': Scaling does not change speed." in text
+    chose = letter_of(text.split("You chose", 1)[0], "To train faster")
+    assert f"You chose {chose} ('To train faster'): Scaling does not change speed." in text
     assert "1. Sum: N backward calls add N gradients." in text
     assert "Correct, on attempt 2." in text
+
+
+def test_a_wrong_option_typed_again_is_refused_and_costs_no_attempt(tutor):
+    text = play(tutor, ["zero_grad", "accumulation_steps backward",
+                        letters("To train faster"), letters("To train faster"), "average",
+                        "q"])
+    assert "You already tried that option on this card, and it is not right" in text
+    assert "This try used no attempt." in text and "Correct, on attempt 2." in text
 
 
 def test_a_typed_letter_answers_the_option_shown_under_it(tutor):
@@ -100,7 +109,7 @@ def test_a_typed_letter_answers_the_option_shown_under_it(tutor):
                             letters(wrong), "q"], learner_name=f"learner{n}")
         letter = letter_of(text.rsplit("Answer >", 1)[0], wrong)
         assert f"Answer > {letter}\nNot quite." in text
-        assert f"You chose '{wrong}'" in text
+        assert f"You chose {letter} ('{wrong}')" in text
 
 
 def test_a_finished_session_says_when_the_next_review_is(tutor, clock):
@@ -230,3 +239,41 @@ def test_a_code_card_in_the_terminal_is_judged_in_the_sandbox(tmp_path):
     assert "Not this time." in verdict and "4x too large" in verdict
     assert "Common mistake - Loss not scaled" in verdict
     assert "A working solution:" in verdict
+
+
+def test_a_missed_code_option_card_names_letters_and_shows_the_keys_code(db_url, clock):
+    """Every option of clip-placement reads "This loop": the letters and the key's code are
+    what tell them apart."""
+    import textwrap
+
+    from bot.app import build
+    from content.loader import DeckLibrary
+
+    library = DeckLibrary.load()
+    card = library.card("gradient-accumulation/clip-placement")
+    key = next(o for o in card.options if o.correct)
+    wrong = [o.id for o in card.options if not o.correct][:3]
+    out, feed = io.StringIO(), iter([*wrong, "q"])
+
+    def read(prompt: str) -> str:
+        line = next(feed)
+        out.write(f"{prompt}{line}\n")
+        return line
+
+    with build(database_url=db_url, library=library, clock=clock, sandbox=False) as app:
+        learner = app.tutor.learner("local:sam", display_name="sam")
+        Console(app.tutor, learner, "gradient-accumulation", out=out, read=read,
+                topic="clipping").run()
+    text = out.getvalue()
+    shown = text.split("Answer >", 1)[0]
+
+    def letter(option) -> str:  # the letter whose listing carries this option's code
+        code = textwrap.indent(option.code.rstrip("\n"), "       ")
+        return next(x for x in "ABCDEFGH" if f"  {x}) {option.text}\n{code}\n" in shown)
+
+    options = {o.id: o for o in card.options}
+    for option_id in wrong:
+        assert f"You chose {letter(options[option_id])} ('This loop'): " in text
+    revealed = text.split("Not this time.", 1)[1]
+    code = textwrap.indent(key.code.rstrip("\n"), "       ")
+    assert f"The answer: {letter(key)}) This loop\n{code}\n" in revealed

@@ -6,6 +6,7 @@ import yaml
 
 from tests.helpers.cli import tutor
 from tests.helpers.decks import DECK, deck_yaml
+from tests.helpers.hostile import alias_bomb
 
 
 def test_publish_stores_a_version_and_list_shows_every_deck(tmp_path):
@@ -40,3 +41,48 @@ def test_publish_refuses_with_line_messages_and_exit_1(tmp_path):
     assert all(line.startswith(f"{bad}: line ") for line in result.stdout.splitlines())
     listing = tutor("deck", "list", "--db", str(db)).stdout
     assert "other" not in listing.split()
+
+
+# -- a file from someone else is untrusted in validate and import too -----------------------
+
+def test_validate_refuses_an_alias_bomb_and_an_oversize_file_as_publish_does(tmp_path):
+    bomb, big, bad = tmp_path / "bomb.yaml", tmp_path / "big.yaml", tmp_path / "bad.yaml"
+    bomb.write_bytes(alias_bomb())
+    big.write_bytes(deck_yaml() + b"# padding\n" * 30_000)
+    bad.write_bytes(deck_yaml(lambda d: d["cards"][0]["options"][1].update(mistake="nope")))
+    result = tutor("deck", "validate", str(bomb), str(big), str(bad))
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert [line for line in lines if line.startswith(f"{bomb}:")] == [
+        f"{bomb}:5: the YAML expands to more than 100,000 nodes (aliases count as what they "
+        "repeat)"]
+    assert [line for line in lines if line.startswith(f"{big}:")] == [
+        f"{big}:1: the deck file is {big.stat().st_size / 1024:.0f} KiB; at most 256 KiB are "
+        "accepted"]
+    # An ordinary problem keeps the loader's file:line: message.
+    line = bad.read_text().splitlines().index("    mistake: nope") + 1
+    assert f"{bad}:{line}: unknown mistake id 'nope'" in lines
+    endless = tutor("deck", "validate", "/dev/zero")  # read up to the bound, no further
+    assert endless.stdout == "/dev/zero:1: the deck file is more than 256 KiB; at most 256 KiB " \
+                             "are accepted\n" and endless.returncode == 1
+    published = tutor("deck", "publish", str(big), "--guild", "1", "--db",
+                      str(tmp_path / "t.db"))
+    assert published.returncode == 1 and "at most 256 KiB" in published.stderr
+
+
+def test_validate_passes_a_draft_carrying_the_giveaway_pragma(tmp_path):
+    # Only an upload refuses the pragma: a draft on disk may carry it.
+    draft = tmp_path / "draft.yaml"
+    draft.write_bytes(b"# tutor-lint: allow-giveaways\n" + deck_yaml())
+    result = tutor("deck", "validate", str(draft))
+    assert result.returncode == 0, result.stdout
+
+
+def test_import_refuses_an_oversize_page_before_drafting(tmp_path):
+    page, out = tmp_path / "page.txt", tmp_path / "draft.yaml"
+    page.write_text("# Title\n" + "words " * 60_000)
+    result = tutor("deck", "import", str(page), "-o", str(out))
+    assert result.returncode == 1 and not out.exists()
+    kib = page.stat().st_size / 1024
+    assert result.stderr.strip() == (f"{page}:1: the practice page is {kib:.0f} KiB; at most "
+                                     "256 KiB are accepted")

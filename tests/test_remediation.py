@@ -143,7 +143,7 @@ def test_remediation_off_in_the_server_tracks_misconceptions_but_moves_nothing(
         answer(tutor, served, RIGHT[card_id])
     clock.advance(days=1)
     served = tutor.next_card(learner, only="mini/clear", guild_id=GUILD)
-    answer(tutor, served, WRONG_METHOD, WRONG_METHOD, WRONG_METHOD)
+    answer(tutor, served, WRONG_METHOD, {"method": "backward"}, RIGHT["mini/clear"])
     assert store.misconceptions.for_learner(learner.id)[0].open
     assert store.reviews.state(learner.id, "mini/scale").remedy_day is None
 

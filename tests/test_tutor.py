@@ -9,10 +9,12 @@ from datetime import date, timedelta
 import pytest
 
 from bot.engine.served import Served
+from bot.engine.served_cards import ServedCards
 from bot.engine.tutor import (
     CodeReport,
     InvalidAnswer,
     NeedsSandbox,
+    RepeatedAnswer,
     StaleCard,
     Tutor,
     correct_answer,
@@ -126,7 +128,7 @@ def test_three_wrong_attempts_reveal_the_answer_and_grade_0(tutor, store, mini_l
     assert [f.blank for f in v.findings] == ["divisor"]  # only the wrong blank
     v = tutor.answer(v.served, {"divisor": "backward", "call": "batch_size"})
     assert [f.blank for f in v.findings] == ["divisor", "call"]
-    v = tutor.answer(v.served, wrong)
+    v = tutor.answer(v.served, {"divisor": "batch_size", "call": "accumulation_steps"})
     assert v.finished and not v.correct and v.quality == 0 and v.attempts_left == 0
     assert correct_answer(mini_library.card("mini/scale")) == "accumulation_steps, backward"
     log = store.reviews.get(served.serve_id)
@@ -395,3 +397,31 @@ def test_canonical_deck_answers_through_the_engine(store, clock):
         assert tutor.answer(verdict.served, right).quality == 1
         seen += 1
     assert seen == 10  # every fill-in and MCQ; the code card needs the sandbox
+
+
+def test_a_wrong_answer_tried_again_costs_no_attempt(tutor, store):
+    """Picking a known-wrong option (or the same wrong picks) again teaches nothing; it is
+    refused with words saying so, stored nowhere, and the attempts stay."""
+    learner = tutor.learner("local:ann")
+    served = tutor.next_card(learner, only="mini/clear")
+    served = tutor.answer(served, {"method": "step"}).served
+    with pytest.raises(RepeatedAnswer, match="already tried these picks.*used no attempt"):
+        tutor.answer(served, {"method": "step"})
+    verdict = tutor.answer(served, {"method": "backward"})  # another wrong chip counts
+    assert (verdict.served.attempts, verdict.attempts_left) == (2, 1)
+    assert tutor.answer(verdict.served, RIGHT["mini/clear"]).finished
+    why = tutor.next_card(learner, only="mini/why", mode="practice")
+    why = tutor.answer(why, "speed").served
+    with pytest.raises(RepeatedAnswer, match="already tried that option"):
+        tutor.answer(why, "speed")
+    assert tutor.answer(why, "average").quality == 1  # the second attempt, as it was
+
+
+def test_a_repeated_click_through_served_cards_leaves_the_stored_card(tutor):
+    play, ann = ServedCards(tutor), tutor.learner("discord:1")
+    playing = play.serve(ann, card_id="mini/why", mode="practice")
+    first = play.answer(playing.served.serve_id, 0, ann, "speed")
+    with pytest.raises(RepeatedAnswer):
+        play.answer(playing.served.serve_id, 1, ann, "speed")
+    assert play.current(playing.served.serve_id, ann).served == first.served
+    assert play.answer(playing.served.serve_id, 1, ann, "average").correct

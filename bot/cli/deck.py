@@ -18,12 +18,16 @@ def _app(args):
 def cmd_deck_publish(args) -> int:
     """Store FILE as the guild's deck, through the same checks as an upload in Discord."""
     from bot.engine.community_decks import CommunityDecks, DeckRejected, Draft
+    from content.untrusted import Refused, read_bounded
 
     path = Path(args.file)
     try:
-        data = path.read_bytes()
+        data = read_bounded(path)
     except OSError as exc:
         print(f"{path}: cannot read: {exc}", file=sys.stderr)
+        return 1
+    except Refused as exc:
+        print(f"{path}: line {exc.line}: {exc.message}", file=sys.stderr)
         return 1
     with _app(args) as app:
         decks = CommunityDecks(app.tutor)

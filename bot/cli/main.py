@@ -46,12 +46,14 @@ def cmd_run(args) -> int:
 
 
 def cmd_deck_validate(args) -> int:
-    from content.loader import DeckError, deck_files, load_deck
+    """Every file through the upload's checks: a file from someone else is untrusted."""
+    from content.loader import DeckError, deck_files
+    from content.untrusted import load_file
 
     problems, files = [], deck_files(args.paths)
     for file in files:
         try:
-            load_deck(file)
+            load_file(file)
         except DeckError as exc:
             problems += exc.problems
     for problem in problems:
@@ -74,12 +76,16 @@ def cmd_deck_dump(args) -> int:
 def cmd_deck_import(args) -> int:
     """Draft a deck from a practice page; every guess is flagged for an editor."""
     from content.importer import import_file
+    from content.untrusted import Refused
 
     try:
         notes = import_file(args.page, args.output, args.deck_id, overwrite=args.force)
     except FileExistsError:
         print(f"{args.output} exists: choose another name, or --force", file=sys.stderr)
         return 2
+    except Refused as exc:
+        print(f"{args.page}:{exc.line}: {exc.message}", file=sys.stderr)
+        return 1
     except (OSError, ValueError) as exc:
         print(f"{args.page}: {exc}", file=sys.stderr)
         return 1

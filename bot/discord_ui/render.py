@@ -15,8 +15,8 @@ from bot.engine.choice import SCHEDULERS, Choice
 from bot.engine.feedback import (
     KIND_LABEL,
     Feedback,
+    answer_text,
     card_text,
-    code_block,
     feedback,
     lettered,
     shown,
@@ -51,7 +51,8 @@ def _mistakes_text(fb: Feedback) -> str:
         if m.blank:
             lines.append(f"**[{m.blank}] {code_span(m.choice, 100)}**: {markdown(m.says)}")
         elif m.says:
-            lines.append(f"**{markdown(m.choice)}**: {markdown(m.says)}")
+            letter = f"{m.letter}. " if m.letter else ""
+            lines.append(f"**{letter}{markdown(m.choice)}**: {markdown(m.says)}")
         if m.explanation:
             lines.append(f"> **{markdown(m.title)}.** {markdown(m.explanation)}")
     return "\n".join(lines)
@@ -69,8 +70,8 @@ def feedback_embed(card: AnyCard, verdict: Verdict, today: date | None) -> disco
     parts = ["\n".join(f"• {plain(line)}" for line in fb.measured), _mistakes_text(fb)]
     if fb.finished:
         if fb.answer is not None:
-            parts.append("**The answer:** " + (code_block(fb.answer) if fb.answer_is_code
-                                               else markdown(fb.answer)))
+            parts.append(answer_text(fb.answer, fb.answer_is_code, fb.answer_letter,
+                                     fb.answer_code))
         parts.append("\n".join(f"{i}. **{markdown(t)}**: {markdown(d)}"
                                for i, (t, d) in enumerate(fb.steps, 1))
                      or markdown(fb.explanation))

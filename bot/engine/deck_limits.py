@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from bot.engine.feedback import KIND_LABEL, LETTERS, card_text, code_block
+from bot.engine.feedback import KIND_LABEL, LETTERS, answer_text, card_text
 from bot.engine.tutor import correct_answer
 from content.schema import ChoiceCard, CodeCard, Deck, FillInCard
 
@@ -81,7 +81,8 @@ def _card_problems(card, base: tuple, mistakes: dict) -> Iterator[Problem]:
         for o, option in enumerate(card.options):
             if option.correct:
                 continue
-            text = _wrong_text(option.text, option.says or "", mistakes.get(option.mistake))
+            text = _wrong_text(f"{LETTERS[o]}. {option.text}", option.says or "",
+                               mistakes.get(option.mistake))
             worst = max(worst, len(text))
             if len(text) > FIELD_VALUE:
                 yield (*base, "options", o, "says"), _over(
@@ -104,8 +105,10 @@ def _wrong_text(choice: str, says: str, mistake) -> str:
 
 
 def _reveal_parts(card) -> list[str]:
-    answer = correct_answer(card)
-    parts = ["**The answer:** " + (code_block(answer) if isinstance(card, CodeCard) else answer)]
+    key = next((o for o in card.options if o.correct), None) if isinstance(
+        card, ChoiceCard) else None
+    parts = [answer_text(correct_answer(card), isinstance(card, CodeCard),
+                         LETTERS[0] if key else None, key and key.code)]
     if isinstance(card, ChoiceCard):
         parts.append("\n".join(f"{i}. **{s.title}**: {s.detail}"
                                for i, s in enumerate(card.solution, 1)))

@@ -23,5 +23,14 @@ class InvalidAnswer(TutorError):
     """The response is not a choice this card offers; no attempt was used."""
 
 
+class RepeatedAnswer(InvalidAnswer):
+    """The same wrong answer as an earlier attempt on this served card: it is known to be
+    wrong, so it teaches nothing and costs no attempt."""
+
+    def __init__(self, what: str):
+        super().__init__(f"You already tried {what} on this card, and it is not right: try "
+                         "something else. This try used no attempt.")
+
+
 class AlreadyCounted(TutorError):
     """Another click on this served card got there first; this one changed nothing."""

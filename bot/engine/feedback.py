@@ -33,6 +33,7 @@ class Mistake:
     says: str  # what this choice actually does ("" when nothing is said)
     title: str
     explanation: str
+    letter: str | None = None  # a chosen option's letter as this serve showed it
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +46,10 @@ class Feedback:
     measured: tuple[str, ...]  # what the code checker measured, with its numbers
     answer: str | None  # revealed once the attempts are used without a right answer
     answer_is_code: bool
+    # A choice card's key when revealed: its letter as served and its code, if it has some
+    # (an option "This loop" says nothing without them).
+    answer_letter: str | None
+    answer_code: str | None
     steps: tuple[tuple[str, str], ...]  # a choice card's solution, step by step
     explanation: str  # a fill-in card's explanation
     takeaway: str | None  # once finished
@@ -105,11 +110,27 @@ def card_text(card: AnyCard, options) -> str:
     return "\n".join(parts)
 
 
+def answer_text(answer: str, is_code: bool, letter: str | None = None,
+                code: str | None = None) -> str:
+    """The revealed answer as Discord shows it; the upload limits measure the same text."""
+    if is_code:
+        return "**The answer:** " + code_block(answer)
+    head = f"**The answer:** {f'**{letter}.** ' if letter else ''}{markdown(answer)}"
+    return f"{head}\n{code_block(code)}" if code else head
+
+
 def feedback(card: AnyCard, verdict: Verdict, today: date | None) -> Feedback:
     finished = verdict.finished
+    letters, key = {}, None
+    if isinstance(card, ChoiceCard):
+        letters = {option.id: letter for letter, option in lettered(card, verdict.served)}
+        key = next(o for o in card.options if o.correct)
+    # A choice card's finding is about the option this attempt chose.
+    chosen = letters.get(verdict.served.chosen[-1]) if letters and verdict.served.chosen \
+        else None
     mistakes = tuple(
         Mistake(f.choice, blank_number(card, f.blank) if f.blank and isinstance(
-            card, FillInCard) else None, f.says, f.mistake_title, f.explanation)
+            card, FillInCard) else None, f.says, f.mistake_title, f.explanation, chosen)
         for f in verdict.findings)
     reveal = finished and not verdict.correct
     scheduled = finished and verdict.due is not None and today is not None and (
@@ -120,6 +141,8 @@ def feedback(card: AnyCard, verdict: Verdict, today: date | None) -> Feedback:
         measured=tuple(verdict.report.feedback) if verdict.report else (),
         answer=correct_answer(card) if reveal else None,
         answer_is_code=isinstance(card, CodeCard),
+        answer_letter=letters.get(key.id) if reveal and key else None,
+        answer_code=key.code if reveal and key else None,
         steps=tuple((s.title, s.detail) for s in card.solution)
         if finished and isinstance(card, ChoiceCard) else (),
         explanation=card.explanation if finished and isinstance(card, FillInCard) else "",

@@ -19,6 +19,7 @@ from bot.engine.errors import (
     AlreadyCounted,
     InvalidAnswer,
     NeedsSandbox,
+    RepeatedAnswer,
     StaleCard,
     TryAgain,
     TutorError,
@@ -49,7 +50,8 @@ from scheduler.studyday import due_day, study_day
 
 # The engine's public face: front ends import these from here.
 __all__ = ["CODE_POLICY", "AlreadyCounted", "CodeReport", "Finding", "InvalidAnswer",
-           "MAX_ATTEMPTS", "Mode", "NeedsSandbox", "Progress", "Response", "StaleCard",
+           "MAX_ATTEMPTS", "Mode", "NeedsSandbox", "Progress", "RepeatedAnswer", "Response",
+           "StaleCard",
            "TryAgain", "Tutor", "TutorError", "Verdict", "correct_answer"]
 
 # Writing a loop takes minutes, not seconds: a passing first submission within 5 minutes
@@ -272,6 +274,8 @@ class Tutor:
             chosen, findings = judge_fill_in(self.library, card, response)
         else:
             chosen, findings = judge_choice(self.library, card, response)
+        if findings and chosen in served.chosen:  # known wrong: it would only cost an attempt
+            raise RepeatedAnswer("these picks" if isinstance(card, FillInCard) else "that option")
         attempt = served.next_attempt(chosen)
         correct = not findings
         if not correct and attempt.attempts < MAX_ATTEMPTS:

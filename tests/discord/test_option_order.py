@@ -44,7 +44,7 @@ async def test_each_button_answers_the_option_listed_under_its_letter(world):
         if ids[text] == right:
             continue
         message = (await ann.click(message, label=letter)).response
-        assert f"**{text}**: " in message.embeds[1].description
+        assert f"**{letter}. {text}**: " in message.embeds[1].description
     theirs = (await bob.slash(channel, "practice", topic="concept")).response
     mine = await bob.click(theirs, label=next(
         letter for letter, text in shown_options(theirs).items() if ids[text] == right))
@@ -93,3 +93,16 @@ async def test_chips_keep_their_order_in_every_select_of_a_served_card(world):
     assert all(chip_labels(card, blank) == chips for blank in blanks)
     hinted = (await ann.click(card, label="Hint")).response
     assert all(chip_labels(hinted, blank) == chips for blank in blanks)
+
+
+async def test_a_wrong_letter_clicked_again_costs_no_attempt(world):
+    _, channel, ann, _ = world
+    card = (await ann.slash(channel, "practice", topic="concept")).response
+    wrong = next(i for i in button_ids(card).values() if i != "split-batch-to-save-memory")
+    after = (await ann.click(card, label=letter_for(card, wrong))).response
+    assert after.embeds[0].footer.text.startswith("2 attempts left")
+    again = await ann.click(after, label=letter_for(after, wrong))
+    assert "already tried that option" in again.response.content
+    assert "used no attempt" in again.response.content
+    done = (await ann.click(after, label=letter_for(after, "split-batch-to-save-memory")))
+    assert done.response.embeds[1].title == "Correct, on attempt 2."

@@ -65,3 +65,11 @@ def assert_quoted(text: str) -> None:
     assert_inert(outside)
     for leak in LEAKS:
         assert leak not in outside, (leak, text)
+
+
+def alias_bomb(levels: int = 10) -> bytes:
+    """A billion-laughs YAML document: a few hundred bytes that expand to 10**levels
+    scalars."""
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 10)}]" for i in range(1, levels)]
+    return "\n".join(lines).encode()
