@@ -9,7 +9,7 @@ Time is injected (`clock`), never read here. A served card is an immutable `Serv
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import date, datetime
 
 import sqlalchemy as sa
@@ -34,6 +34,7 @@ from bot.engine.judging import (
 )
 from bot.engine.misconceptions import deck_tests, held_tests, tested_mistakes
 from bot.engine.option_order import shuffled
+from bot.engine.outcomes import CodeReport, Progress, Verdict
 from bot.engine.served import Kind, Served, new_serve_id
 from bot.observability import record_answer
 from content.loader import AnyCard, DeckLibrary
@@ -51,50 +52,11 @@ from scheduler.studyday import due_day, study_day
 # The engine's public face: front ends import these from here.
 __all__ = ["CODE_POLICY", "AlreadyCounted", "CodeReport", "Finding", "InvalidAnswer",
            "MAX_ATTEMPTS", "Mode", "NeedsSandbox", "Progress", "RepeatedAnswer", "Response",
-           "StaleCard",
-           "TryAgain", "Tutor", "TutorError", "Verdict", "correct_answer"]
+           "StaleCard", "TryAgain", "Tutor", "TutorError", "Verdict", "correct_answer"]
 
 # Writing a loop takes minutes, not seconds: a passing first submission within 5 minutes
 # is a 5, within 15 a 4, slower a 3.
 CODE_POLICY = GradePolicy(fast_ms=300_000, slow_ms=900_000)
-
-
-@dataclass(frozen=True, slots=True)
-class CodeReport:
-    """What the sandbox and a card's checker said about a code answer."""
-
-    status: str  # ok | error | timeout | memory | output_limit | refused
-    passed: bool
-    mistakes: tuple[str, ...] = ()
-    feedback: tuple[str, ...] = ()
-    stdout: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    served: Served
-    correct: bool
-    finished: bool
-    findings: tuple[Finding, ...]
-    quality: int | None = None
-    due: date | None = None
-    interval: int | None = None
-    duplicate: bool = False
-    report: CodeReport | None = None
-
-    @property
-    def attempts_left(self) -> int:
-        return 0 if self.finished else MAX_ATTEMPTS - self.served.attempts
-
-
-@dataclass(frozen=True, slots=True)
-class Progress:
-    today: date
-    due_now: int
-    new_left_today: int
-    drills_left: int
-    next_due: date | None
-    choice: Choice  # the scheduler (whose due days these are) and remediation in force
 
 
 class Tutor:
