@@ -1,5 +1,6 @@
-"""DistributedDataParallel with accumulation (the ddp-no-sync card): two CPU processes over
-gloo, so the claims hold for DDP's real all-reduce, not for a model of it."""
+"""DistributedDataParallel with accumulation (the ddp-no-sync and unequal-micro-batches
+cards): two CPU processes over gloo, so the claims hold for DDP's real all-reduce, not for a
+model of it. A communication hook counts the all-reduces each window runs."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch import nn
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
 WORLD, K, BATCH = 2, 4, 3
 
@@ -27,17 +29,66 @@ def _flat(tensors) -> torch.Tensor:
     return torch.cat([t.detach().flatten() for t in tensors])
 
 
-def _window(model, batches, no_sync: bool) -> dict:
-    """One window of K micro-batches, then a step: the gradient used and the weights."""
+def _all_reduces(model) -> list[int]:
+    """Counts the gradient buckets DDP all-reduces (the hook then does the usual average)."""
+    count = [0]
+
+    def hook(state, bucket):
+        count[0] += 1
+        return default_hooks.allreduce_hook(state, bucket)
+
+    model.register_comm_hook(None, hook)
+    return count
+
+
+def _window(model, batches, wrap: str) -> dict:
+    """One window of K micro-batches, then a step: the gradient used, the weights and the
+    all-reduces run. wrap: what of the first K - 1 micro-batches runs inside no_sync():
+    "none", "forward_and_backward" or "backward" (the forward outside it)."""
+    ddp = hasattr(model, "no_sync")
+    count = _all_reduces(model) if ddp else [0]
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     for i, (x, y) in enumerate(batches):
-        last = i + 1 == len(batches)
-        skip = no_sync and not last and hasattr(model, "no_sync")
-        with model.no_sync() if skip else contextlib.nullcontext():
-            (nn.functional.mse_loss(model(x), y) / K).backward()
+        skip = ddp and i + 1 < len(batches)
+        whole = skip and wrap == "forward_and_backward"
+        with model.no_sync() if whole else contextlib.nullcontext():
+            loss = nn.functional.mse_loss(model(x), y) / K
+            with model.no_sync() if skip and wrap == "backward" else contextlib.nullcontext():
+                loss.backward()
     grad = _flat(p.grad for p in model.parameters())
     optimizer.step()
-    return {"grad": grad, "weights": _flat(model.parameters())}
+    return {"grad": grad, "weights": _flat(model.parameters()), "all_reduces": count[0]}
+
+
+def _batches(gen, sizes) -> list:
+    return [(torch.randn(n, 4, generator=gen, dtype=torch.float64),
+             torch.randn(n, 2, generator=gen, dtype=torch.float64)) for n in sizes]
+
+
+def _sample_mean_window(model, batches, divisor: float) -> torch.Tensor:
+    """Per-sample losses summed and divided by `divisor`; returns the gradient used."""
+    for x, y in batches:
+        per_sample = nn.functional.mse_loss(model(x), y, reduction="none").mean(dim=1)
+        (per_sample.sum() / divisor).backward()
+    return _flat(p.grad for p in model.parameters())
+
+
+def _unequal_counts(plain, rank: int) -> dict:
+    """Rank 0 holds 12 samples in its window, rank 1 holds 10: weigh every sample alike."""
+    gen = torch.Generator().manual_seed(200 + rank)
+    batches = _batches(gen, [3, 3, 3, 3] if rank == 0 else [3, 3, 3, 1])
+    local = torch.tensor(float(sum(len(x) for x, _ in batches)), dtype=torch.float64)
+    total = local.clone()
+    dist.all_reduce(total)  # counted before the first backward()
+    expected = _sample_mean_window(copy.deepcopy(plain), batches, 1.0)
+    dist.all_reduce(expected)
+    expected /= total  # the mean over the 22 samples of both ranks
+    result = {"expected": expected}
+    for name, count in (("global_count", total), ("local_count", local)):
+        ddp = nn.parallel.DistributedDataParallel(copy.deepcopy(plain))
+        # DDP averages over the ranks, so the world size cancels its division
+        result[name] = _sample_mean_window(ddp, batches, count.item() / WORLD)
+    return result
 
 
 def _rank(rank: int, port: int, out: dict) -> None:
@@ -47,17 +98,15 @@ def _rank(rank: int, port: int, out: dict) -> None:
         torch.manual_seed(0)  # the same initial weights on every rank
         plain = nn.Linear(4, 2).double()
         gen = torch.Generator().manual_seed(100 + rank)  # each rank its own micro-batches
-        batches = [(torch.randn(BATCH, 4, generator=gen, dtype=torch.float64),
-                    torch.randn(BATCH, 2, generator=gen, dtype=torch.float64))
-                   for _ in range(K)]
-        local = _window(copy.deepcopy(plain), batches, no_sync=False)
+        batches = _batches(gen, [BATCH] * K)
+        local = _window(copy.deepcopy(plain), batches, wrap="none")
         expected = local["grad"].clone()
         dist.all_reduce(expected)  # what one big batch over both ranks would give
         expected /= WORLD
-        result = {"expected": expected}
-        for name, no_sync in (("no_sync", True), ("every_micro_batch", False)):
+        result = {"expected": expected, "unequal": _unequal_counts(plain, rank)}
+        for wrap in ("forward_and_backward", "backward", "none"):
             ddp = nn.parallel.DistributedDataParallel(copy.deepcopy(plain))
-            result[name] = _window(ddp, batches, no_sync)
+            result[wrap] = _window(ddp, batches, wrap)
         out[rank] = result
     finally:
         dist.destroy_process_group()
@@ -75,16 +124,37 @@ def ranks() -> dict:
 
 def test_no_sync_micro_batches_still_count_in_the_averaged_gradient(ranks):
     for rank in ranks.values():
-        assert torch.allclose(rank["no_sync"]["grad"], rank["expected"], atol=1e-12)
+        assert torch.allclose(rank["forward_and_backward"]["grad"], rank["expected"], atol=1e-12)
 
 
 def test_no_sync_gives_the_same_update_as_syncing_every_micro_batch(ranks):
     for rank in ranks.values():
-        assert torch.allclose(rank["no_sync"]["grad"], rank["every_micro_batch"]["grad"],
-                              atol=1e-12)
-        assert torch.allclose(rank["no_sync"]["weights"], rank["every_micro_batch"]["weights"],
-                              atol=1e-12)
+        synced, skipped = rank["none"], rank["forward_and_backward"]
+        assert torch.allclose(skipped["grad"], synced["grad"], atol=1e-12)
+        assert torch.allclose(skipped["weights"], synced["weights"], atol=1e-12)
 
 
 def test_with_no_sync_the_replicas_stay_identical(ranks):
-    assert torch.equal(ranks[0]["no_sync"]["weights"], ranks[1]["no_sync"]["weights"])
+    assert torch.equal(ranks[0]["forward_and_backward"]["weights"],
+                       ranks[1]["forward_and_backward"]["weights"])
+
+
+def test_no_sync_around_forward_and_backward_leaves_one_all_reduce_per_window(ranks):
+    for rank in ranks.values():
+        assert rank["none"]["all_reduces"] == K
+        assert rank["forward_and_backward"]["all_reduces"] == 1
+
+
+def test_no_sync_around_backward_only_still_all_reduces_every_micro_batch(ranks):
+    """DDP decides in forward() whether the backward will sync: a forward outside no_sync()
+    arms the all-reduce, and a backward inside it runs it anyway."""
+    for rank in ranks.values():
+        assert rank["backward"]["all_reduces"] == K
+        assert torch.allclose(rank["backward"]["grad"], rank["expected"], atol=1e-12)
+
+
+def test_unequal_windows_need_the_sample_count_all_reduced_across_ranks(ranks):
+    for rank in ranks.values():
+        unequal = rank["unequal"]
+        assert torch.allclose(unequal["global_count"], unequal["expected"], atol=1e-12)
+        assert not torch.allclose(unequal["local_count"], unequal["expected"], atol=1e-3)
