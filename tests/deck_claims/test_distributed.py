@@ -29,16 +29,17 @@ def _flat(tensors) -> torch.Tensor:
     return torch.cat([t.detach().flatten() for t in tensors])
 
 
-def _all_reduces(model) -> list[int]:
-    """Counts the gradient buckets DDP all-reduces (the hook then does the usual average)."""
-    count = [0]
+def _all_reduces(model) -> list[torch.Tensor]:
+    """The gradient buckets DDP all-reduces, as they were before it (the hook then does the
+    usual average)."""
+    sent: list[torch.Tensor] = []
 
     def hook(state, bucket):
-        count[0] += 1
+        sent.append(bucket.buffer().detach().clone())
         return default_hooks.allreduce_hook(state, bucket)
 
     model.register_comm_hook(None, hook)
-    return count
+    return sent
 
 
 def _window(model, batches, wrap: str) -> dict:
@@ -46,7 +47,7 @@ def _window(model, batches, wrap: str) -> dict:
     all-reduces run. wrap: what of the first K - 1 micro-batches runs inside no_sync():
     "none", "forward_and_backward" or "backward" (the forward outside it)."""
     ddp = hasattr(model, "no_sync")
-    count = _all_reduces(model) if ddp else [0]
+    sent = _all_reduces(model) if ddp else []
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     for i, (x, y) in enumerate(batches):
         skip = ddp and i + 1 < len(batches)
@@ -57,7 +58,8 @@ def _window(model, batches, wrap: str) -> dict:
                 loss.backward()
     grad = _flat(p.grad for p in model.parameters())
     optimizer.step()
-    return {"grad": grad, "weights": _flat(model.parameters()), "all_reduces": count[0]}
+    return {"grad": grad, "weights": _flat(model.parameters()), "all_reduces": len(sent),
+            "last_sent": sent[-1] if sent else None}
 
 
 def _batches(gen, sizes) -> list:
@@ -143,6 +145,15 @@ def test_no_sync_around_forward_and_backward_leaves_one_all_reduce_per_window(ra
     for rank in ranks.values():
         assert rank["none"]["all_reduces"] == K
         assert rank["forward_and_backward"]["all_reduces"] == 1
+
+
+def test_each_all_reduce_averages_all_that_grad_holds_not_only_the_new_gradient(ranks):
+    """Syncing every micro-batch: the last all-reduce sends the running sum (earlier parts
+    already equal on both ranks), and averaging it gives the window's gradient."""
+    averaged = (ranks[0]["none"]["last_sent"] + ranks[1]["none"]["last_sent"]) / WORLD
+    expected = ranks[0]["expected"]  # the bucket orders the values its own way
+    assert averaged.numel() == expected.numel()
+    assert torch.allclose(averaged.sort().values, expected.sort().values, atol=1e-12)
 
 
 def test_no_sync_around_backward_only_still_all_reduces_every_micro_batch(ranks):
