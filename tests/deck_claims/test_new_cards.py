@@ -269,7 +269,11 @@ def test_autocast_backward_runs_in_the_low_precision_type():
 def test_bf16_range_is_float32s_and_its_precision_is_lower_than_fp16s():
     bf16, fp16, fp32 = (torch.finfo(t) for t in (torch.bfloat16, torch.float16, torch.float32))
     assert bf16.tiny == fp32.tiny and bf16.max > 3e38
-    assert fp16.tiny > 6e-5 and fp16.max == 65504
+    assert fp16.tiny > 6e-5 and fp16.max == 65504  # tiny: the smallest normal number
+    # below it only subnormals, down to about 6e-8; smaller values become zero
+    assert torch.tensor(6e-8, dtype=torch.float16) > 0
+    assert torch.tensor(2e-8, dtype=torch.float16) == 0
+    assert torch.tensor(2e-8, dtype=torch.bfloat16) > 0
     assert bf16.eps > fp16.eps  # 8 significant bits against 11
 
 
