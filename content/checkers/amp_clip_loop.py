@@ -53,7 +53,8 @@ MISTAKES = (
     "backward_without_scaler", "step_every_batch", "unscale_and_step_every_micro_batch",
     "off_by_one_modulo", "wrong_update_frequency", "zero_grad_every_batch",
     "missing_zero_grad", "missing_backward", "step_before_backward", "missing_scaler_update",
-    "unscale_every_micro_batch", "clip_before_unscale", "clip_every_micro_batch",
+    "unscale_every_micro_batch", "clip_before_unscale", "wrong_clip_threshold",
+    "clip_every_micro_batch",
     "clip_after_step",
     "lr_scaled_instead_of_loss", "scheduler_every_micro_batch", "leftover_gradients",
 )

@@ -161,3 +161,16 @@ def test_scaler_scale_returns_a_new_tensor_and_the_plain_loss_leaves_grad_unscal
     for call in (fresh.unscale_, fresh.step):
         with pytest.raises(AssertionError, match="_scale is None"):
             call(torch.optim.SGD(mlp().parameters(), lr=0.1))
+
+
+def test_a_tighter_clip_before_the_clip_to_max_norm_decides_the_norm():
+    """`wrong_clip_threshold`: the update's norm is min(norm, max_norm) after one clip to
+    max_norm; clipping only shrinks, so a clip to max_norm after a tighter one leaves it."""
+    model = mlp()
+    x, y = BATCHES[0]
+    nn.functional.mse_loss(model(x), y).backward()
+    norm = float(flat_grad(model).norm())
+    max_norm = norm / 2
+    clip_grad_norm_(model.parameters(), max_norm / 10)
+    clip_grad_norm_(model.parameters(), max_norm)
+    assert float(flat_grad(model).norm()) == pytest.approx(max_norm / 10)
