@@ -151,6 +151,11 @@ BUGGY = {
                 (STEP, "            if torch.isfinite(norm):\n"
                        "                optimizer.step()\n")),
         ["optimizer_step_instead_of_scaler_step"]),
+    # A non-finite loss kept out of backward() while its window is stepped all the same.
+    "nonfinite_loss_skipped_window_stepped": (
+        variant((BACKWARD, "        if not torch.isfinite(loss):\n            continue\n"
+                           + BACKWARD)),
+        ["nonfinite_loss_window_stepped"]),
     "scaled_loss_thrown_away": (
         variant((BACKWARD, "        scaler.scale(loss)\n        loss.backward()\n")),
         ["backward_without_scaler"]),

@@ -112,6 +112,7 @@ class Trace:
     events: list = field(default_factory=list)
     contribs: list[Backward] = field(default_factory=list)
     loss_batches: list[tuple[int, int]] = field(default_factory=list)  # (epoch, batch) per loss
+    loss_at: list[int] = field(default_factory=list)  # per loss: len(events) when computed
     backpropagated: set[int] = field(default_factory=set)  # loss ids
     passes: int = 0
     anomaly: str | None = None
@@ -120,6 +121,9 @@ class Trace:
     nonfinite: Step | None = None  # a step that applied inf or NaN: the replay stopped there
     losses: int = 0
     backwards: int = 0
+    # Losses whose gradient the judge's data makes inf or NaN (an AMP scenario's overflow):
+    # ((epoch, batch), how many events the trace held when the loss was computed).
+    nonfinite_losses: list[tuple[tuple[int, int], int]] = field(default_factory=list)
 
 
 def _number(value) -> float:
@@ -205,6 +209,10 @@ class _Replay:
         self.grads.append(batch_grad(w, self.x[batch], self.y[batch]))
         self.trace.loss_batches.append((self.fetch_epoch.get(batch, self.trace.passes), batch))
         self.last_loss = len(self.grads) - 1
+        self.trace.loss_at.append(len(self.trace.events))
+        if not all(map(math.isfinite, self.grads[-1])):
+            self.trace.nonfinite_losses.append((self.trace.loss_batches[-1],
+                                                len(self.trace.events)))
 
     def backward(self, loss_id, scale, grads) -> None:
         loss_id, scale = _index(loss_id, len(self.grads)), _number(scale)
