@@ -49,7 +49,10 @@ class Update:
 
     @property
     def window(self) -> Window:
-        return tuple(sorted((c.epoch, c.batch) for c in self.new))
+        """The micro-batches applied; one whose loss came in pieces of rows counts once
+        (whether the pieces make it whole is `_scaling.coverage`'s to judge)."""
+        whole = [(c.epoch, c.batch) for c in self.new if c.rows is None]
+        return tuple(sorted(whole + list({(c.epoch, c.batch) for c in self.new if c.rows})))
 
 
 def updates(trace: Trace) -> list[Update]:

@@ -17,6 +17,10 @@ Decisions:
   `passed` stays True.
 - A learning rate that changes between updates is a schedule, the learner's choice; one
   fixed rate other than learning_rate is reported.
+- A loss need not be one micro-batch's: a loss over any rows (a window's cached features
+  with one micro-batch's re-run, open_clip's accum_freq; chunks of a batch) is followed row
+  by row, and judged by the update it makes: each micro-batch's samples must reach their
+  update once, weighted as in the large-batch mean.
 - One mistake gives one finding: scaling and timing are judged separately, and timing findings
   that are consequences of another (e.g. leftovers of a wrong window size) are not reported.
 - Behaviour no listed mistake explains fails with feedback that says what was observed, but
