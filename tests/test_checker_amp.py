@@ -170,6 +170,12 @@ BUGGY = {
     "clip_every_micro_batch": (variant(per_micro_batch(CLIP), (CLIP, "")),
                                ["clip_before_unscale", "clip_every_micro_batch"]),
     "clip_after_step": (variant((CLIP, ""), (UPDATE, UPDATE + CLIP)), ["clip_after_step"]),
+    # The hook gets each micro-batch's scaled gradient: it clips before unscale_, per
+    # micro-batch (the clip to max_norm then finds nothing left to clip).
+    "clip_in_grad_hook": (
+        variant(("import torch\n", "import torch\nfor p in model.parameters():\n    p."
+                                   "register_hook(lambda g: g.clamp(-max_norm, max_norm))\n")),
+        ["clip_in_grad_hook"]),
     "hard_coded_max_norm": (variant(("max_norm)\n", "1.0)\n")), ["wrong_clip_threshold"]),
     "a_wrong_clip_then_the_right_one": (
         variant((CLIP, CLIP.replace("max_norm)", "max_norm / 10)") + CLIP)),

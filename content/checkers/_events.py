@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from content.checkers._hooks import Hooked
 from content.checkers._scenario import N_WEIGHTS, Vector
 
 
@@ -22,7 +23,8 @@ class Backward:
     # rows ("P"), and `scale` is what a loss of the whole micro-batch would carry to give
     # each of these rows the same weight (its per-row weight times the batch size).
     rows: tuple[int, ...] | None = None
-    pooled: bool = False  # the loss was over other rows than this micro-batch's ("P")
+    # Its factor is not the loss's alone: a loss over other rows ("P"), or a hook's factor.
+    pooled: bool = False
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,7 @@ class Trace:
     # Losses whose gradient the judge's data makes inf or NaN (an AMP scenario's overflow):
     # ((epoch, batch), how many events the trace held when the loss was computed).
     nonfinite_losses: list[tuple[tuple[int, int], int]] = field(default_factory=list)
+    hooked: Hooked | None = None  # a hook changed a gradient other than by one factor
 
 
 def _number(value) -> float:
@@ -111,6 +114,14 @@ def _index(value, size: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < size:
         raise Malformed(f"index {value!r} out of range")
     return value
+
+
+def _floats(value, size: int, optional: bool = False) -> Vector | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, list) or len(value) != size:
+        raise Malformed("expected a gradient")
+    return [_number(v) for v in value]
 
 
 def _vector(value, optional: bool = False) -> Vector | None:

@@ -16,6 +16,8 @@ Nothing depends on the learner's variable names or loop style:
   the loss's graph is searched for those marks (open_clip's cached features: only the
   re-run micro-batch's rows get gradient);
 - "A" marks that a backward pass reached the parameters' .grad;
+- a hook the learner registers on a parameter (`p.register_hook`) notes what it got and
+  gave back, each backward ("H", parameter, gradient before, after);
 - a global optimizer hook sees every step(), whichever optimizer makes it
   ("S", learning rates, .grad at that moment, flags, weights before the step);
 - torch's gradient clipping functions note each call ("C", "norm" or "value", which of the
@@ -183,6 +185,27 @@ class _Recorder:
             return result
         return clip
 
+    def hooking(self, original):
+        """`Tensor.register_hook`: a hook on one of the model's parameters is wrapped so that
+        each call notes the gradient it got and the one it gave back ("H", which parameter,
+        before, after; after None: it returned None, so the gradient went on unchanged)."""
+        recorder = self
+
+        @functools.wraps(original)
+        def register_hook(tensor, hook):
+            index = next((k for k, p in enumerate(recorder.params) if p is tensor), None)
+            if index is None or not callable(hook):
+                return original(tensor, hook)
+
+            @functools.wraps(hook)
+            def noted(grad):
+                out = hook(grad)
+                recorder.add("H", index, _flat(grad),
+                             _flat(out) if isinstance(out, torch.Tensor) else None)
+                return out
+            return original(tensor, noted)
+        return register_hook
+
     def scheduling(self, original):
         """`original` (an LR scheduler's step), noting each outermost call but the one
         every scheduler's constructor makes."""
@@ -222,6 +245,10 @@ def _scale_of(scaler) -> float | None:
         return None
 
 
+def _flat(tensor: torch.Tensor) -> list[float]:
+    return tensor.detach().reshape(-1).double().tolist()
+
+
 def _number(value) -> float | None:
     try:
         return float(value)
@@ -247,6 +274,8 @@ def _watch(stack: ExitStack, recorder: _Recorder) -> None:
     """Note gradient clipping, scheduler steps and GradScaler calls, and keep autocast off,
     until `stack` closes."""
     _patched(stack, autocast, "__init__", _full_precision(autocast.__init__))
+    _patched(stack, torch.Tensor, "register_hook",
+             recorder.hooking(torch.Tensor.__dict__["register_hook"]))
     for module in (torch.nn.utils, clip_grad):
         for name, kind in CLIPPING.items():
             if callable(getattr(module, name, None)):

@@ -20,7 +20,9 @@ def timing(trace: Trace, scn: Scenario, ups: list[Update]) -> list[Finding]:
     if missing:
         return [missing]
     bad = frozenset(key for key, _ in trace.nonfinite_losses)
-    plan = matching_plan(ups, scn, trace.passes, bad)
+    # A window whose inf a hook clamped away (`clip_in_grad_hook`) was applied as any other.
+    plan = matching_plan(ups, scn, trace.passes, bad) or (
+        matching_plan(ups, scn, trace.passes) if bad else None)
     if plan is None:
         return _mistimed(trace, scn, ups)
     if plan == "epoch/leak" and scn.partial and trace.passes > 1:

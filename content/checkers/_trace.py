@@ -23,6 +23,7 @@ counted), and what .grad holds is followed by `Ledger` without a copy per event.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from content.checkers._events import (  # the judge's values, imported from here too
     Backward,
@@ -34,10 +35,12 @@ from content.checkers._events import (  # the judge's values, imported from here
     SchedulerStep,
     Step,
     Trace,
+    _floats,
     _index,
     _number,
     _vector,
 )
+from content.checkers._hooks import Change, Hooked, change, uniform_factor
 from content.checkers._ledger import Ledger
 from content.checkers._scenario import (
     FOREIGN_OPTIMIZER,
@@ -88,7 +91,10 @@ class _Replay:
                          "B": (self.backward, 3),
                          "A": (self.accumulated, 0), "S": (self.step, 4),
                          "C": (self.clip, 5), "R": (self.scheduler, 1),
-                         "G": (self.scaler, 2)}  # kind: (call, arity)
+                         "G": (self.scaler, 2), "H": (self.hook, 3)}  # kind: (call, arity)
+        self.hooks: list[Change] = []  # what hooks did to the last backward()'s gradient
+        self.last_backward: list[int] = []  # its contributions' positions in trace.events
+        self.base: Vector = list(self.predicted)  # .grad before the backward() in flight
 
     def event(self, ev) -> None:
         if not isinstance(ev, list) or not ev or not isinstance(ev[0], str):
@@ -100,6 +106,8 @@ class _Replay:
         self.trace.losses += kind in ("L", "P")
         self.trace.backwards += kind == "B"
         if self.trace.anomaly is None and self.trace.nonfinite is None:
+            if kind not in ("H", "A") and self.hooks:
+                self.settle_hooks()
             handler[0](*args)  # past either, nothing more is told: only counted
 
     @property
@@ -154,8 +162,11 @@ class _Replay:
         epoch, batch = self.trace.loss_batches[loss_id]
         if not self.in_flight:  # .grad still holds what earlier backward() calls left
             self.observe(epoch, grads)
+            self.base = list(self.predicted)  # a hook's result is added to this
         pieces, weight = self.pieces.get(loss_id, ([(batch, None)], 1.0))
+        self.last_backward = []
         for j, rows in pieces:  # one contribution per micro-batch the loss reached
+            self.last_backward.append(len(self.trace.events))
             bwd = Backward(self.fetch_epoch.get(j, epoch), j, scale * weight,
                            len(self.trace.contribs), rows, loss_id in self.pieces)
             self.trace.contribs.append(bwd)
@@ -165,6 +176,34 @@ class _Replay:
         if math.isfinite(scale):
             self.predicted = axpy(scale, self.grads[loss_id], self.predicted)
             self.overflowed |= scale != 0 and not all(map(math.isfinite, self.grads[loss_id]))
+
+    def hook(self, param, before, after) -> None:
+        """A learner's hook on a parameter got `before` and gave back `after` (`_hooks`)."""
+        lo, hi = PARAM_SLICES[_index(param, len(PARAM_SLICES))]
+        before, after = _floats(before, hi - lo), _floats(after, hi - lo, optional=True)
+        if not self.last_backward:
+            raise Malformed("a hook before any backward()")
+        self.hooks.append(change(param, before, after))
+        if after is not None:  # .grad gets what the hook gave back (an inf it clamped too)
+            self.predicted = [self.base[i] + after[i - lo] if lo <= i < hi else p
+                              for i, p in enumerate(self.predicted)]
+            self.overflowed = not all(map(math.isfinite, self.predicted))
+
+    def settle_hooks(self) -> None:
+        """After a backward()'s hooks: one factor on every parameter is gradient-side
+        scaling, its contributions' factor; anything else is told (`Trace.hooked`)."""
+        changes, self.hooks = self.hooks, []
+        if all(c.same for c in changes):
+            return
+        f = uniform_factor(changes)
+        for at in self.last_backward:
+            bwd = self.trace.events[at]
+            if f is not None:
+                self.trace.events[at] = self.trace.contribs[bwd.cid] = replace(
+                    bwd, scale=bwd.scale * f, pooled=True)
+        if f is None and self.trace.hooked is None:
+            bwd = self.trace.events[self.last_backward[0]]
+            self.trace.hooked = Hooked(bwd.epoch, bwd.batch, tuple(changes), bwd.scale)
 
     def accumulated(self) -> None:
         self.ledger.arrive(len(self.trace.contribs))

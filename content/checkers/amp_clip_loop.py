@@ -57,7 +57,8 @@ MISTAKES = (
     "unscale_every_micro_batch", "clip_before_unscale", "wrong_clip_threshold",
     "clip_every_micro_batch",
     "clip_after_step",
-    "lr_scaled_instead_of_loss", "scheduler_every_micro_batch", "leftover_gradients",
+    "lr_scaled_instead_of_loss", "scheduler_every_micro_batch", "clip_in_grad_hook",
+    "leftover_gradients",
 )
 WARNINGS = {"leftover_gradients"}
 

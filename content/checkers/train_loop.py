@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 
+from content.checkers._hooks import finding
 from content.checkers._scaling import learning_rate, scaling
 from content.checkers._scenario import Scenario, plans
 from content.checkers._timing import timing, transforms
@@ -50,7 +51,7 @@ MISTAKES = (
     "no_loss_scaling", "mismatched_scaling", "step_every_batch", "off_by_one_modulo",
     "wrong_update_frequency", "zero_grad_every_batch", "missing_zero_grad", "missing_backward",
     "step_before_backward", "lr_scaled_instead_of_loss", "clip_every_micro_batch",
-    "scheduler_every_micro_batch", "leftover_gradients",
+    "scheduler_every_micro_batch", "clip_in_grad_hook", "leftover_gradients",
 )
 WARNINGS = {"leftover_gradients"}
 
@@ -109,4 +110,5 @@ def diagnose(trace: Trace, scn: Scenario) -> list[Finding]:
     rate = learning_rate(scn, ups, unscaled=any(m == "no_loss_scaling" for m, _ in scale))
     if any(m == "lr_scaled_instead_of_loss" for m, _ in rate):
         scale = []  # the same unscaled loss, told as the fix that was tried
-    return findings + scale + rate + timing(trace, scn, ups) + transforms(trace)
+    hooked = [finding(trace.hooked, scn.accumulation_steps)] if trace.hooked else []
+    return findings + scale + rate + timing(trace, scn, ups) + transforms(trace) + hooked
