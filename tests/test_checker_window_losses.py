@@ -180,3 +180,17 @@ def test_forged_rows_are_refused(forged):
     events[at] = forged
     with pytest.raises(Malformed):
         train_loop.judge(observed)
+
+
+def test_the_judges_work_on_rows_is_bounded():
+    """A record of losses over more rows than any loop of these scenarios makes is refused
+    (each row costs the judge a gradient), and the observer stops noting them before."""
+    from content.checkers._scenario import MAX_ROWS_TOTAL
+
+    observed = observe(feature_cache(), train_loop.plan())
+    events = observed["scenarios"][0]["events"]
+    at = next(i for i, e in enumerate(events) if e[0] == "P")
+    big = ["P", [[0, 0]] * 1000, [[0, 0]] * 1000, events[at][3]]
+    events[at:at] = [list(big) for _ in range(MAX_ROWS_TOTAL // 2000 + 1)]
+    with pytest.raises(Malformed, match="rows of losses"):
+        train_loop.judge(observed)

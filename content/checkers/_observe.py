@@ -47,7 +47,13 @@ from torch.nn.utils import clip_grad
 from torch.optim import lr_scheduler
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
-from content.checkers._scenario import FOREIGN_OPTIMIZER, IN_BACKWARD, MAX_EVENTS, MAX_ROWS
+from content.checkers._scenario import (
+    FOREIGN_OPTIMIZER,
+    IN_BACKWARD,
+    MAX_EVENTS,
+    MAX_ROWS,
+    MAX_ROWS_TOTAL,
+)
 from content.checkers._tags import Criterion, Rows
 
 LEARNER_FILE = "<your code>"
@@ -90,6 +96,7 @@ class _Recorder:
         self.target_rows = {v: [j, r] for j, row in enumerate(y.float().tolist())
                             for r, v in enumerate(row)}
         self.input_rows: dict[tuple, list] = {}  # set by _build: a row of x -> [batch, row]
+        self.rows_total = 0
         self.depth = {"C": 0, "R": 0, "G": 0}  # calls in progress: a nested one is the same call
         self.schedulers: dict[int, int] = {}  # id(scheduler) -> its number
 
@@ -126,7 +133,11 @@ class _Recorder:
         self.losses += 1
         return self.losses - 1
 
-    def on_rows(self, rows: list, live: list) -> int:
+    def on_rows(self, rows: list, live: list) -> int | None:
+        """A loss over rows, noted while the judge's bound on all of them allows."""
+        self.rows_total += len(rows) + len(live)
+        if self.rows_total > MAX_ROWS_TOTAL:
+            return None
         self.add("P", rows, live, self.weights())
         self.losses += 1
         return self.losses - 1

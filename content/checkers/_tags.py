@@ -71,7 +71,8 @@ class Criterion(nn.MSELoss):
             return Tap.apply(loss, recorder, recorder.on_loss(batch))
         rows = recorder.rows_of(target)
         if rows and live and {tuple(r) for r in live} <= {tuple(r) for r in rows}:
-            return Tap.apply(loss, recorder, recorder.on_rows(rows, live))
+            loss_id = recorder.on_rows(rows, live)
+            return loss if loss_id is None else Tap.apply(loss, recorder, loss_id)
         if batch is None:  # the judge cannot tell which data this loss came from
             return loss
         return Tap.apply(loss, recorder, recorder.on_loss(batch))

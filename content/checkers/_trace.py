@@ -47,6 +47,7 @@ from content.checkers._scenario import (
     IN_BACKWARD,
     MAX_EVENTS,
     MAX_ROWS,
+    MAX_ROWS_TOTAL,
     N_WEIGHTS,
     Scenario,
     Vector,
@@ -95,6 +96,7 @@ class _Replay:
         self.hooks: list[Change] = []  # what hooks did to the last backward()'s gradient
         self.last_backward: list[int] = []  # its contributions' positions in trace.events
         self.base: Vector = list(self.predicted)  # .grad before the backward() in flight
+        self.rows_seen = 0
 
     def event(self, ev) -> None:
         if not isinstance(ev, list) or not ev or not isinstance(ev[0], str):
@@ -136,6 +138,9 @@ class _Replay:
                 raise Malformed("a loss's rows")
             pairs.append([(_index(j, n), _index(r, bs)) for j, r in value])
         rows, live = pairs
+        self.rows_seen += len(rows) + len(live)
+        if self.rows_seen > MAX_ROWS_TOTAL:
+            raise Malformed(f"more than {MAX_ROWS_TOTAL} rows of losses in a scenario")
         w = _vector(weights)
         self.follow(w)
         by_batch: dict[int, list[int]] = {}
