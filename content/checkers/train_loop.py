@@ -21,6 +21,9 @@ Decisions:
   with one micro-batch's re-run, open_clip's accum_freq; chunks of a batch) is followed row
   by row, and judged by the update it makes: each micro-batch's samples must reach their
   update once, weighted as in the large-batch mean.
+- A tensor hook on a parameter is judged by what it did to each backward()'s gradient
+  (`_hooks`): one factor on every parameter is gradient-side scaling; a clamp clips each
+  micro-batch separately (`clip_in_grad_hook`).
 - One mistake gives one finding: scaling and timing are judged separately, and timing findings
   that are consequences of another (e.g. leftovers of a wrong window size) are not reported.
 - Behaviour no listed mistake explains fails with feedback that says what was observed, but
