@@ -151,6 +151,11 @@ BUGGY = {
                 (STEP, "            if torch.isfinite(norm):\n"
                        "                optimizer.step()\n")),
         ["optimizer_step_instead_of_scaler_step"]),
+    # A non-finite loss kept out of backward() while its window is stepped all the same.
+    "nonfinite_loss_skipped_window_stepped": (
+        variant((BACKWARD, "        if not torch.isfinite(loss):\n            continue\n"
+                           + BACKWARD)),
+        ["nonfinite_loss_window_stepped"]),
     "scaled_loss_thrown_away": (
         variant((BACKWARD, "        scaler.scale(loss)\n        loss.backward()\n")),
         ["backward_without_scaler"]),
@@ -165,6 +170,16 @@ BUGGY = {
     "clip_every_micro_batch": (variant(per_micro_batch(CLIP), (CLIP, "")),
                                ["clip_before_unscale", "clip_every_micro_batch"]),
     "clip_after_step": (variant((CLIP, ""), (UPDATE, UPDATE + CLIP)), ["clip_after_step"]),
+    # The hook gets each micro-batch's scaled gradient: it clips before unscale_, per
+    # micro-batch (the clip to max_norm then finds nothing left to clip).
+    "clip_in_grad_hook": (
+        variant(("import torch\n", "import torch\nfor p in model.parameters():\n    p."
+                                   "register_hook(lambda g: g.clamp(-max_norm, max_norm))\n")),
+        ["clip_in_grad_hook"]),
+    "hard_coded_max_norm": (variant(("max_norm)\n", "1.0)\n")), ["wrong_clip_threshold"]),
+    "a_wrong_clip_then_the_right_one": (
+        variant((CLIP, CLIP.replace("max_norm)", "max_norm / 10)") + CLIP)),
+        ["wrong_clip_threshold"]),
     "lr_divided_instead_of_loss": (
         variant((" / accumulation_steps\n", "\n"),
                 ("import torch\n", "import torch\nfor g in optimizer.param_groups:\n"
@@ -210,11 +225,6 @@ RAISING_WITHOUT_ID = {
 }
 UNEXPLAINED = {
     "no_clipping": (variant((CLIP, "")), "no clip_grad_norm_ had clipped"),
-    "hard_coded_max_norm": (variant(("max_norm)\n", "1.0)\n")),
-                            "where max_norm = 0.5 allows 0.5"),
-    "a_wrong_clip_then_the_right_one": (
-        variant((CLIP, CLIP.replace("max_norm)", "max_norm / 10)") + CLIP)),
-        "ran 2 times on one update's gradient"),
     "clip_by_value": (variant(("clip_grad_norm_(model.parameters(), max_norm)",
                                "clip_grad_value_(model.parameters(), max_norm)")),
                       "clips the gradients' norm"),
@@ -289,6 +299,18 @@ def test_feedback_carries_the_numbers():
     thrown = check(BUGGY["scaled_loss_thrown_away"][0])["feedback"][0]
     assert "multiplied by 0.25, not by the scaler's scale (65536)" in thrown
     assert "multiplied by 3.81e-06 instead of 1/4" in thrown
+
+
+def test_a_wrong_threshold_is_told_what_its_clips_did():
+    """Every clip of an update counts: a tighter clip before the one to max_norm decides the
+    norm, and the learner is told why the last clip did not."""
+    (twice,) = check(BUGGY["a_wrong_clip_then_the_right_one"][0])["feedback"]
+    assert "ran 2 times on one update's gradient" in twice
+    assert "where max_norm = 0.5 allows 0.5" in twice and "left it there" in twice
+    (hard,) = check(BUGGY["hard_coded_max_norm"][0])["feedback"]
+    assert "where max_norm = 0.5 allows 0.5" in hard and "another threshold" in hard
+    looser_then_right = variant((CLIP, CLIP.replace("max_norm)", "max_norm * 10)") + CLIP))
+    assert check(looser_then_right)["passed"]  # the update's norm is max_norm's
 
 
 def test_a_crash_gets_a_plain_message_with_the_learners_line():

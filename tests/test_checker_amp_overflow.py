@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("torch")
 
 from content.checkers._observe import observe  # noqa: E402
-from content.checkers.amp_clip_loop import SCENARIOS, judge, plan  # noqa: E402
+from content.checkers.amp_clip_loop import SCENARIOS, check, judge, plan  # noqa: E402
 from tests.test_checker_amp import BUGGY, REFERENCE  # noqa: E402
 
 
@@ -48,3 +48,56 @@ def test_a_forged_scale_in_an_overflowed_window_is_judged_without_a_crash(scale)
         if ev[0] == "G":
             ev[2] = scale
     assert judge(observed)["status"] == "ok"
+
+
+# A non-finite loss skipped before backward(), a common guard in real loops. The second
+# scenario's inf target (batch 5, in the window of batches 4-6) makes the loss inf.
+GUARD = "        if not torch.isfinite(loss):\n            {then}\n"
+SKIP_WINDOW = """\
+import torch
+for epoch in range(num_epochs):
+    optimizer.zero_grad()
+    bad_window = False
+    for i, (inputs, labels) in enumerate(dataloader):
+        loss = criterion(model(inputs), labels) / accumulation_steps
+        if torch.isfinite(loss):
+            scaler.scale(loss).backward()
+        else:
+            bad_window = True  # this window is not applied
+        if (i + 1) % accumulation_steps == 0 or i + 1 == len(dataloader):
+            if bad_window:
+                optimizer.zero_grad()
+                bad_window = False
+                continue
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+"""
+
+
+def _guarded(then: str) -> str:
+    backward = "        scaler.scale(loss).backward()\n"
+    return REFERENCE.replace(backward, GUARD.format(then=then) + backward)
+
+
+def test_a_window_with_a_non_finite_loss_dropped_by_hand_passes():
+    """The updates are the scaler's: the overflowing window applies nothing, the others are
+    the large-batch ones. Skipping the rest of the window's backward() passes too."""
+    assert check(SKIP_WINDOW)["passed"], check(SKIP_WINDOW)["feedback"]
+    rest_skipped = SKIP_WINDOW.replace("        if torch.isfinite(loss):",
+                                       "        if torch.isfinite(loss) and not bad_window:")
+    assert check(rest_skipped)["passed"]
+
+
+def test_a_non_finite_loss_skipped_while_its_window_is_still_stepped_fails():
+    result = check(_guarded("continue"))
+    assert result["mistakes"] == ["nonfinite_loss_window_stepped"] and not result["passed"]
+    (text,) = result["feedback"]
+    assert "batch 5's loss was not finite" in text
+    assert "the update after batch 6 still applied the rest of its window (batches 4, 6)" in text
+    # Clearing at the inf loss, then stepping what is left: the window's start is lost.
+    cleared = check(_guarded("optimizer.zero_grad()\n            continue"))
+    assert cleared["mistakes"] == ["zero_grad_every_batch"]
+    assert "the next update saw only 1 micro-batch instead of 3" in cleared["feedback"][0]

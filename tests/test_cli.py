@@ -115,3 +115,21 @@ def test_deck_export_writes_an_anki_package(tmp_path):
     result = tutor("deck", "export", "--anki", str(out))
     assert result.returncode == 0 and f"{_canonical_cards()} note(s)" in result.stdout
     assert "collection.anki2" in zipfile.ZipFile(out).namelist()
+
+
+def test_check_and_sandbox_run_read_the_code_file_as_an_upload(tmp_path):
+    """An over-large or endless code file is refused with a clear message, read no further
+    than the bound (as `deck validate` reads a deck), before any sandbox starts."""
+    large = tmp_path / "large.py"
+    large.write_text("x = 1\n" * 50_000)  # 293 KiB
+    for path, length in ((large, "293 KiB"), ("/dev/zero", "more than 256 KiB")):
+        checked = tutor("check", "gradient-accumulation/train-loop", str(path), "--json")
+        report = json.loads(checked.stdout)
+        assert checked.returncode == 1 and report["status"] == "refused"
+        assert report["feedback"] == [f"Your code was not run: `{path}: the code file is "
+                                      f"{length}; at most 256 KiB are accepted`"]
+        ran = tutor("sandbox", "run", str(path), "--json")
+        result = json.loads(ran.stdout)
+        assert ran.returncode == 1 and result["status"] == "refused"
+        assert result["stderr"] == (f"{path}: the code file is {length}; at most 256 KiB "
+                                    f"are accepted")

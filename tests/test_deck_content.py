@@ -43,6 +43,7 @@ CHECKER_MISTAKES = {
     "wrong_update_frequency", "zero_grad_every_batch", "missing_zero_grad",
     "missing_backward", "step_before_backward", "lr_scaled_instead_of_loss",
     "clip_every_micro_batch", "scheduler_every_micro_batch", "leftover_gradients",
+    "clip_in_grad_hook",
 }
 
 

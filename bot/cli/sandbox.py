@@ -14,11 +14,15 @@ from pathlib import Path
 
 def _read_source(path: str):
     """(the file's text, None), or (None, a `refused` result saying why it cannot be
-    Python)."""
+    Python). Read as an upload is (`read_bounded`): never more than the bound, so an
+    over-large or endless file (a device, a pipe) is refused, not read into memory."""
     from bot.sandbox.protocol import RunResult, refused
+    from content.untrusted import Refused, read_bounded
 
     try:
-        return Path(path).read_bytes().decode("utf-8"), None
+        return read_bounded(path, "code file").decode("utf-8"), None
+    except Refused as exc:
+        return None, RunResult.from_wire(refused(f"{path}: {exc.message}"))
     except UnicodeDecodeError:
         return None, RunResult.from_wire(refused("not valid UTF-8 text, so not Python source"))
     except OSError as exc:

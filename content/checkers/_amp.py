@@ -219,14 +219,22 @@ def _threshold(clips: list[Clip], scn: AmpScenario) -> Finding | None:
     want = min(before, scn.max_norm)
     if abs(after - want) <= ATOL + RTOL * want:
         return None
+    allowed = f"where max_norm = {scn.max_norm:g} allows {want:.3g}"
     if len(clips) == 1:
-        did = f"left a gradient of norm {before:.3g} at {after:.3g}"
-    else:
-        steps = ", then ".join(f"{c.norms[0]:.3g} to {c.norms[1]:.3g}" for c in clips)
-        did = (f"ran {len(clips)} times on one update's gradient ({steps}), leaving a norm "
-               f"of {before:.3g} at {after:.3g}")
-    return (None, f"clip_grad_norm_ {did}, where max_norm = {scn.max_norm:g} allows "
-                  f"{want:.3g}: clip with the given max_norm (and the default 2-norm), once")
+        return ("wrong_clip_threshold",
+                f"clip_grad_norm_ left a gradient of norm {before:.3g} at {after:.3g}, "
+                f"{allowed}: the clip used another threshold than max_norm (or another norm "
+                f"type). Clip with the given max_norm and the default 2-norm, once")
+    steps = ", then ".join(f"{c.norms[0]:.3g} to {c.norms[1]:.3g}" for c in clips)
+    tight = min(clips, key=lambda c: c.norms[1])
+    why = (f" A clip only ever shrinks the gradient: after the one that cut it to "
+           f"{tight.norms[1]:.3g}, a later clip to max_norm found it already below max_norm "
+           f"and left it there, so the last clip did not decide the norm."
+           if after < want else "")
+    return ("wrong_clip_threshold",
+            f"clip_grad_norm_ ran {len(clips)} times on one update's gradient ({steps}), "
+            f"leaving a norm of {before:.3g} at {after:.3g}, {allowed}.{why} Clip once, "
+            f"with the given max_norm")
 
 
 def _overlap(a: range, b: range) -> bool:

@@ -10,7 +10,14 @@ Nothing depends on the learner's variable names or loop style:
 - the criterion tags each loss it can attribute to a micro-batch ("L", batch, weights now)
   with an identity autograd node whose backward reports the factor the learner applied
   after criterion() ("B", loss id, factor, .grad just before);
+- a loss over other rows than one whole micro-batch (a window's features, a chunk of a
+  batch) is tagged with its rows instead ("P", target rows, rows whose model output carries
+  gradient, weights now): each grad-enabled model output is marked with its input rows, and
+  the loss's graph is searched for those marks (open_clip's cached features: only the
+  re-run micro-batch's rows get gradient);
 - "A" marks that a backward pass reached the parameters' .grad;
+- a hook the learner registers on a parameter (`p.register_hook`) notes what it got and
+  gave back, each backward ("H", parameter, gradient before, after);
 - a global optimizer hook sees every step(), whichever optimizer makes it
   ("S", learning rates, .grad at that moment, flags, weights before the step);
 - torch's gradient clipping functions note each call ("C", "norm" or "value", which of the
@@ -40,40 +47,20 @@ from torch.nn.utils import clip_grad
 from torch.optim import lr_scheduler
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
-from content.checkers._scenario import FOREIGN_OPTIMIZER, IN_BACKWARD, MAX_EVENTS
+from content.checkers._scenario import (
+    FOREIGN_OPTIMIZER,
+    IN_BACKWARD,
+    MAX_EVENTS,
+    MAX_ROWS,
+    MAX_ROWS_TOTAL,
+)
+from content.checkers._tags import Criterion, Rows
 
 LEARNER_FILE = "<your code>"
 N_FEATURES = 3
 SCALER_METHODS = ("scale", "unscale_", "step", "update")
 CLIPPING = {"clip_grad_norm_": "norm", "clip_grad_norm": "norm",
             "clip_grads_with_norm_": "norm", "clip_grad_value_": "value"}
-
-
-class _Tap(torch.autograd.Function):
-    """Identity on the loss; its backward reports the factor applied after criterion()."""
-
-    @staticmethod
-    def forward(ctx, loss, recorder, loss_id):
-        ctx.recorder, ctx.loss_id = recorder, loss_id
-        return loss.clone()
-
-    @staticmethod
-    def backward(ctx, grad):
-        ctx.recorder.on_backward(ctx.loss_id, float(grad))
-        return grad, None, None
-
-
-class _Criterion(nn.MSELoss):
-    def __init__(self, recorder: _Recorder):
-        super().__init__()
-        self._recorder = recorder
-
-    def forward(self, input, target):
-        loss = super().forward(input, target)
-        batch = self._recorder.identify(target, input)
-        if batch is None or not loss.requires_grad:
-            return loss
-        return _Tap.apply(loss, self._recorder, self._recorder.on_loss(batch))
 
 
 class _Loader:
@@ -105,6 +92,11 @@ class _Recorder:
         self.losses = 0
         self.backward_open = False  # a backward() reported a loss but has not reached .grad
         self.target_ids: dict[int, int] = {}
+        self.bs = y.shape[1]
+        self.target_rows = {v: [j, r] for j, row in enumerate(y.float().tolist())
+                            for r, v in enumerate(row)}
+        self.input_rows: dict[tuple, list] = {}  # set by _build: a row of x -> [batch, row]
+        self.rows_total = 0
         self.depth = {"C": 0, "R": 0, "G": 0}  # calls in progress: a nested one is the same call
         self.schedulers: dict[int, int] = {}  # id(scheduler) -> its number
 
@@ -140,6 +132,32 @@ class _Recorder:
         self.add("L", batch, self.weights())
         self.losses += 1
         return self.losses - 1
+
+    def on_rows(self, rows: list, live: list) -> int | None:
+        """A loss over rows, noted while the judge's bound on all of them allows."""
+        self.rows_total += len(rows) + len(live)
+        if self.rows_total > MAX_ROWS_TOTAL:
+            return None
+        self.add("P", rows, live, self.weights())
+        self.losses += 1
+        return self.losses - 1
+
+    def rows_of(self, target) -> list | None:
+        """Each value of `target` as the [batch, row] it is (None: not all of them are)."""
+        if not isinstance(target, torch.Tensor) or target.numel() > MAX_ROWS:
+            return None
+        rows = [self.target_rows.get(v) for v in target.detach().float().reshape(-1).tolist()]
+        return None if None in rows else rows
+
+    def on_forward(self, _model, args, output):
+        """Mark a grad-carrying model output with the rows of its input."""
+        if not (torch.is_grad_enabled() and isinstance(output, torch.Tensor)
+                and output.requires_grad and args and isinstance(args[0], torch.Tensor)
+                and args[0].dim() == 2 and args[0].shape[0] <= MAX_ROWS):
+            return None
+        keys = [tuple(r) for r in args[0].detach().float().tolist()]
+        rows = [self.input_rows.get(k) for k in keys]
+        return None if None in rows else Rows.apply(output, rows)
 
     def on_backward(self, loss_id: int, scale: float) -> None:
         self.add("B", loss_id, scale, None if self.backward_open else self.grads())
@@ -177,6 +195,27 @@ class _Recorder:
                          self.grads())
             return result
         return clip
+
+    def hooking(self, original):
+        """`Tensor.register_hook`: a hook on one of the model's parameters is wrapped so that
+        each call notes the gradient it got and the one it gave back ("H", which parameter,
+        before, after; after None: it returned None, so the gradient went on unchanged)."""
+        recorder = self
+
+        @functools.wraps(original)
+        def register_hook(tensor, hook):
+            index = next((k for k, p in enumerate(recorder.params) if p is tensor), None)
+            if index is None or not callable(hook):
+                return original(tensor, hook)
+
+            @functools.wraps(hook)
+            def noted(grad):
+                out = hook(grad)
+                recorder.add("H", index, _flat(grad),
+                             _flat(out) if isinstance(out, torch.Tensor) else None)
+                return out
+            return original(tensor, noted)
+        return register_hook
 
     def scheduling(self, original):
         """`original` (an LR scheduler's step), noting each outermost call but the one
@@ -217,6 +256,10 @@ def _scale_of(scaler) -> float | None:
         return None
 
 
+def _flat(tensor: torch.Tensor) -> list[float]:
+    return tensor.detach().reshape(-1).double().tolist()
+
+
 def _number(value) -> float | None:
     try:
         return float(value)
@@ -242,6 +285,8 @@ def _watch(stack: ExitStack, recorder: _Recorder) -> None:
     """Note gradient clipping, scheduler steps and GradScaler calls, and keep autocast off,
     until `stack` closes."""
     _patched(stack, autocast, "__init__", _full_precision(autocast.__init__))
+    _patched(stack, torch.Tensor, "register_hook",
+             recorder.hooking(torch.Tensor.__dict__["register_hook"]))
     for module in (torch.nn.utils, clip_grad):
         for name, kind in CLIPPING.items():
             if callable(getattr(module, name, None)):
@@ -270,10 +315,12 @@ def _build(plan: dict, device: str):
     batches = [(x[j].to(device, torch.float32), y[j].to(device, torch.float32))
                for j in range(len(x))]
     recorder.target_ids = {id(t): j for j, (_, t) in enumerate(batches)}
+    recorder.input_rows = {tuple(row): [j, r] for j, (xb, _) in enumerate(batches)
+                           for r, row in enumerate(xb.cpu().tolist())}
     names = {
         "model": model,
         "optimizer": torch.optim.SGD(model.parameters(), lr=scn["learning_rate"]),
-        "criterion": _Criterion(recorder),
+        "criterion": Criterion(recorder),
         "dataloader": _Loader(batches, recorder),
         "accumulation_steps": scn["accumulation_steps"],
         "batch_size": scn["batch_size"],
@@ -299,6 +346,7 @@ def _run(compiled: CodeType, plan: dict, device: str) -> dict:
     try:
         with ExitStack() as stack, torch.random.fork_rng(devices=[]):
             stack.callback(register_optimizer_step_pre_hook(recorder.on_step).remove)
+            stack.callback(names["model"].register_forward_hook(recorder.on_forward).remove)
             for p in recorder.params:
                 stack.callback(p.register_post_accumulate_grad_hook(recorder.on_accumulated)
                                .remove)

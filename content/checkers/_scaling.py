@@ -40,8 +40,34 @@ def _size(ratio: float) -> str:
     return f"{1 / ratio:.3g}x too small" if ratio > 0 else "zero or negative"
 
 
+def coverage(scn: Scenario, ups: list[Update]) -> list[Finding]:
+    """A micro-batch whose loss came in pieces of rows (chunks of a batch) must reach its
+    update whole: each of its samples once."""
+    for u in ups:
+        rows: dict[tuple[int, int], Counter[int]] = {}
+        for c in u.new:
+            if c.rows is not None:
+                rows.setdefault((c.epoch, c.batch), Counter()).update(c.rows)
+        for (epoch, batch), seen in sorted(rows.items()):
+            missing = [k + 1 for k in range(scn.batch_size) if not seen[k]]
+            twice = [k + 1 for k in range(scn.batch_size) if seen[k] > 1]
+            if not missing and not twice:
+                continue
+            which = missing or twice
+            noun = f"sample{'s' if len(which) > 1 else ''} {', '.join(map(str, which))}"
+            did = (f"{noun} of its {scn.batch_size} never went through backward()" if missing
+                   else f"{noun} went through backward() twice")
+            return [(None, f"the update after batch {u.step.pos} (epoch {u.step.epoch}) got "
+                           f"batch {batch + 1} (epoch {epoch}) in pieces, and {did}: every "
+                           f"sample of a window must count once")]
+    return []
+
+
 def scaling(trace: Trace, scn: Scenario, ups: list[Update]) -> list[Finding]:
     a, n, r = scn.accumulation_steps, scn.n_batches, scn.partial
+    pieces = coverage(scn, ups)
+    if pieces:
+        return pieces
 
     def in_tail(c: Backward) -> bool:
         return r > 0 and c.batch >= n - r
@@ -69,7 +95,8 @@ def scaling(trace: Trace, scn: Scenario, ups: list[Update]) -> list[Finding]:
                        f"{u.step.rescaled:.3g}, which no loss scaling explains (clipping by "
                        f"hand? torch.nn.utils.clip_grad_norm_ is recognised)")]
     what = ("the gradients reached optimizer.step()"
-            if any(isinstance(e, Rescale) for e in trace.events) else "the loss was")
+            if any(isinstance(e, Rescale) for e in trace.events)
+            or any(c.pooled for c in trace.contribs) else "the loss was")
     full = [coef for c, coef, _ in judged if not in_tail(c)] or [j[1] for j in judged]
     part = [coef for c, coef, _ in judged if in_tail(c)]
     if all(close(coef, 1) for _, coef, _ in judged):

@@ -24,6 +24,10 @@ IN_BACKWARD, FOREIGN_OPTIMIZER = 1, 2
 # evaluation passes and extra epochs. The observer stops recording past it, and the judge,
 # whose work grows with it, refuses a record longer than it.
 MAX_EVENTS = 2_000
+MAX_ROWS = 1_000  # rows of one loss ("P" event); the observer tags no larger one
+# Rows of all "P" events of a scenario, a bound on the judge's work: a correct loop of these
+# scenarios sends at most ~600 (a window's 15 rows per micro-batch, open_clip's way).
+MAX_ROWS_TOTAL = 20_000
 
 
 @dataclass(frozen=True)
@@ -105,12 +109,13 @@ def make_data(scn: Scenario) -> tuple[list, list, Vector]:
     return x, y, w0
 
 
-def batch_grad(w: Vector, x: list, y: list) -> Vector:
-    """Gradient of MSELoss(mean) of Linear(3, 1) at flat weights [W, b], in closed form."""
+def batch_grad(w: Vector, x: list, y: list, n: int | None = None) -> Vector:
+    """Gradient of MSELoss(mean) of Linear(3, 1) at flat weights [W, b], in closed form; with
+    `n`, of a mean over n rows of which these are the ones the gradient flows through."""
     grad = [0.0] * N_WEIGHTS
     for row, target in zip(x, y, strict=True):
         out = sum(wi * xi for wi, xi in zip(w, row, strict=False)) + w[N_FEATURES]
-        d = 2.0 * (out - target) / len(y)
+        d = 2.0 * (out - target) / (n or len(y))
         for k in range(N_FEATURES):
             grad[k] += d * row[k]
         grad[N_FEATURES] += d

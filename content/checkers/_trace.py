@@ -23,13 +23,31 @@ counted), and what .grad holds is followed by `Ledger` without a copy per event.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import replace
 
+from content.checkers._events import (  # the judge's values, imported from here too
+    Backward,
+    Clear,
+    Clip,
+    Malformed,
+    Rescale,
+    ScalerCall,
+    SchedulerStep,
+    Step,
+    Trace,
+    _floats,
+    _index,
+    _number,
+    _vector,
+)
+from content.checkers._hooks import Change, Hooked, change, uniform_factor
 from content.checkers._ledger import Ledger
 from content.checkers._scenario import (
     FOREIGN_OPTIMIZER,
     IN_BACKWARD,
     MAX_EVENTS,
+    MAX_ROWS,
+    MAX_ROWS_TOTAL,
     N_WEIGHTS,
     Scenario,
     Vector,
@@ -39,110 +57,6 @@ from content.checkers._scenario import (
 )
 
 ATOL = 1e-4  # float32 learner tensors against float64 predictions
-
-
-class Malformed(ValueError):
-    """The child's observations are not what the observer writes."""
-
-
-@dataclass(frozen=True)
-class Backward:
-    epoch: int
-    batch: int  # 0-based
-    scale: float  # the factor the loss was multiplied by after criterion()
-    cid: int  # contribution id
-
-
-@dataclass(frozen=True)
-class Step:
-    epoch: int
-    pos: int  # 1-based number of the batch whose loss came last (0: none yet this epoch)
-    lrs: tuple[float, ...]
-    held: range  # the contributions in .grad at step()
-    fresh: dict[int, float]  # those no earlier step applied (the top of held): their factor
-    largest: float  # the largest factor in .grad (0.0 when empty)
-    pending: int | None  # a loss computed but not yet backpropagated at step() time
-    rescaled: float  # .grad multiplied by this since the last backward (unscaling, say)
-    skipped: bool = False  # scaler.step() found inf or NaN and did not call optimizer.step()
-    norm: float = 0.0  # the 2-norm of .grad at step() (a clip by hand is judged by it)
-
-
-@dataclass(frozen=True)
-class Clear:
-    epoch: int  # the epoch in which the clear was noticed
-    dropped: range  # contributions that were in .grad
-
-
-@dataclass(frozen=True)
-class Rescale:
-    """.grad multiplied in place by one factor (gradient-side scaling, GradScaler)."""
-    epoch: int
-    factor: float
-    held: range
-
-
-@dataclass(frozen=True)
-class Clip:
-    """A call of torch's gradient clipping (its effect checked against the ledger)."""
-    epoch: int
-    kind: str  # "norm" or "value"
-    held: range
-    norms: tuple[float, float] = (0.0, 0.0)  # 2-norm of what it clipped, before and after
-    whole: bool = True  # it got all of the model's parameters
-
-
-@dataclass(frozen=True)
-class ScalerCall:
-    """A call of GradScaler's scale, unscale_, step or update, as it began."""
-    epoch: int
-    method: str
-    scale: float | None  # the scaler's scale at that moment (None: it could not tell)
-
-
-@dataclass(frozen=True)
-class SchedulerStep:
-    epoch: int
-    scheduler: int  # which one: loops may step several (warm-up and decay, say)
-
-
-@dataclass
-class Trace:
-    """What the replay rebuilt, up to the first anomaly; `losses` and `backwards` count
-    every loss and backward() event, past an anomaly too."""
-    events: list = field(default_factory=list)
-    contribs: list[Backward] = field(default_factory=list)
-    loss_batches: list[tuple[int, int]] = field(default_factory=list)  # (epoch, batch) per loss
-    backpropagated: set[int] = field(default_factory=set)  # loss ids
-    passes: int = 0
-    anomaly: str | None = None
-    truncated: bool = False
-    final: Vector = field(default_factory=list)
-    nonfinite: Step | None = None  # a step that applied inf or NaN: the replay stopped there
-    losses: int = 0
-    backwards: int = 0
-
-
-def _number(value) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise Malformed(f"expected a number, got {type(value).__name__}")
-    try:
-        return float(value)
-    except OverflowError:  # an int too large for a float: no observer writes one
-        raise Malformed("a number out of range") from None
-
-
-def _index(value, size: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < size:
-        raise Malformed(f"index {value!r} out of range")
-    return value
-
-
-def _vector(value, optional: bool = False) -> Vector | None:
-    if value is None and optional:
-        return None
-    if not isinstance(value, list) or len(value) != N_WEIGHTS:
-        raise Malformed("expected a weight vector")
-    return [_number(v) for v in value]
 
 
 MOVED = ("the model's weights changed outside optimizer.step(), or differently from what "
@@ -163,6 +77,9 @@ class _Replay:
         self.trace = Trace()
         self.fetch_epoch: dict[int, int] = {}
         self.grads: list[Vector] = []  # per loss id, predicted from the judge's data
+        # Per loss id of a loss over rows ("P"): each micro-batch it reaches with its rows
+        # (None: all), and the weight bs / rows of the loss that makes them batch factors.
+        self.pieces: dict[int, tuple[list[tuple[int, tuple[int, ...] | None]], float]] = {}
         self.last_loss: int | None = None
         self.ledger = Ledger(self.trace.contribs)  # what .grad holds, with what factors
         self.predicted: Vector = [0.0] * N_WEIGHTS
@@ -171,10 +88,15 @@ class _Replay:
         # it, .grad is compared with nothing, and unscaling is what the scaler does.
         self.overflowed = self.unscaled = False
         self.lrs: tuple[float, ...] = (scn.learning_rate,)  # the optimizer's, last seen
-        self.handlers = {"F": (self.fetch, 1), "L": (self.loss, 2), "B": (self.backward, 3),
+        self.handlers = {"F": (self.fetch, 1), "L": (self.loss, 2), "P": (self.rows, 3),
+                         "B": (self.backward, 3),
                          "A": (self.accumulated, 0), "S": (self.step, 4),
                          "C": (self.clip, 5), "R": (self.scheduler, 1),
-                         "G": (self.scaler, 2)}  # kind: (call, arity)
+                         "G": (self.scaler, 2), "H": (self.hook, 3)}  # kind: (call, arity)
+        self.hooks: list[Change] = []  # what hooks did to the last backward()'s gradient
+        self.last_backward: list[int] = []  # its contributions' positions in trace.events
+        self.base: Vector = list(self.predicted)  # .grad before the backward() in flight
+        self.rows_seen = 0
 
     def event(self, ev) -> None:
         if not isinstance(ev, list) or not ev or not isinstance(ev[0], str):
@@ -183,9 +105,11 @@ class _Replay:
         handler = self.handlers.get(kind)
         if handler is None or len(args) != handler[1]:
             raise Malformed(f"unknown event {kind!r}")
-        self.trace.losses += kind == "L"
+        self.trace.losses += kind in ("L", "P")
         self.trace.backwards += kind == "B"
         if self.trace.anomaly is None and self.trace.nonfinite is None:
+            if kind not in ("H", "A") and self.hooks:
+                self.settle_hooks()
             handler[0](*args)  # past either, nothing more is told: only counted
 
     @property
@@ -202,9 +126,40 @@ class _Replay:
     def loss(self, batch, weights) -> None:
         batch, w = _index(batch, self.scn.n_batches), _vector(weights)
         self.follow(w)
-        self.grads.append(batch_grad(w, self.x[batch], self.y[batch]))
+        self.add_loss(batch_grad(w, self.x[batch], self.y[batch]), batch)
+
+    def rows(self, rows, live, weights) -> None:
+        """A loss over `rows` ([batch, row] each) whose gradient flows through `live` only."""
+        n, bs = self.scn.n_batches, self.scn.batch_size
+        pairs = []
+        for value in (rows, live):
+            if not isinstance(value, list) or not 0 < len(value) <= MAX_ROWS or not all(
+                    isinstance(p, list) and len(p) == 2 for p in value):
+                raise Malformed("a loss's rows")
+            pairs.append([(_index(j, n), _index(r, bs)) for j, r in value])
+        rows, live = pairs
+        self.rows_seen += len(rows) + len(live)
+        if self.rows_seen > MAX_ROWS_TOTAL:
+            raise Malformed(f"more than {MAX_ROWS_TOTAL} rows of losses in a scenario")
+        w = _vector(weights)
+        self.follow(w)
+        by_batch: dict[int, list[int]] = {}
+        for j, r in live:
+            by_batch.setdefault(j, []).append(r)
+        pieces = [(j, None if sorted(rs) == list(range(bs)) else tuple(sorted(rs)))
+                  for j, rs in sorted(by_batch.items())]
+        self.pieces[len(self.grads)] = (pieces, bs / len(rows))
+        self.add_loss(batch_grad(w, [self.x[j][r] for j, r in live],
+                                 [self.y[j][r] for j, r in live], len(rows)), max(by_batch))
+
+    def add_loss(self, grad: Vector, batch: int) -> None:
+        self.grads.append(grad)
         self.trace.loss_batches.append((self.fetch_epoch.get(batch, self.trace.passes), batch))
         self.last_loss = len(self.grads) - 1
+        self.trace.loss_at.append(len(self.trace.events))
+        if not all(map(math.isfinite, self.grads[-1])):
+            self.trace.nonfinite_losses.append((self.trace.loss_batches[-1],
+                                                len(self.trace.events)))
 
     def backward(self, loss_id, scale, grads) -> None:
         loss_id, scale = _index(loss_id, len(self.grads)), _number(scale)
@@ -212,14 +167,48 @@ class _Replay:
         epoch, batch = self.trace.loss_batches[loss_id]
         if not self.in_flight:  # .grad still holds what earlier backward() calls left
             self.observe(epoch, grads)
-        bwd = Backward(epoch, batch, scale, len(self.trace.contribs))
-        self.trace.contribs.append(bwd)
+            self.base = list(self.predicted)  # a hook's result is added to this
+        pieces, weight = self.pieces.get(loss_id, ([(batch, None)], 1.0))
+        self.last_backward = []
+        for j, rows in pieces:  # one contribution per micro-batch the loss reached
+            self.last_backward.append(len(self.trace.events))
+            bwd = Backward(self.fetch_epoch.get(j, epoch), j, scale * weight,
+                           len(self.trace.contribs), rows, loss_id in self.pieces)
+            self.trace.contribs.append(bwd)
+            self.trace.events.append(bwd)
         self.trace.backpropagated.add(loss_id)
-        self.trace.events.append(bwd)
         self.rescaled = 1.0
         if math.isfinite(scale):
             self.predicted = axpy(scale, self.grads[loss_id], self.predicted)
             self.overflowed |= scale != 0 and not all(map(math.isfinite, self.grads[loss_id]))
+
+    def hook(self, param, before, after) -> None:
+        """A learner's hook on a parameter got `before` and gave back `after` (`_hooks`)."""
+        lo, hi = PARAM_SLICES[_index(param, len(PARAM_SLICES))]
+        before, after = _floats(before, hi - lo), _floats(after, hi - lo, optional=True)
+        if not self.last_backward:
+            raise Malformed("a hook before any backward()")
+        self.hooks.append(change(param, before, after))
+        if after is not None:  # .grad gets what the hook gave back (an inf it clamped too)
+            self.predicted = [self.base[i] + after[i - lo] if lo <= i < hi else p
+                              for i, p in enumerate(self.predicted)]
+            self.overflowed = not all(map(math.isfinite, self.predicted))
+
+    def settle_hooks(self) -> None:
+        """After a backward()'s hooks: one factor on every parameter is gradient-side
+        scaling, its contributions' factor; anything else is told (`Trace.hooked`)."""
+        changes, self.hooks = self.hooks, []
+        if all(c.same for c in changes):
+            return
+        f = uniform_factor(changes)
+        for at in self.last_backward:
+            bwd = self.trace.events[at]
+            if f is not None:
+                self.trace.events[at] = self.trace.contribs[bwd.cid] = replace(
+                    bwd, scale=bwd.scale * f, pooled=True)
+        if f is None and self.trace.hooked is None:
+            bwd = self.trace.events[self.last_backward[0]]
+            self.trace.hooked = Hooked(bwd.epoch, bwd.batch, tuple(changes), bwd.scale)
 
     def accumulated(self) -> None:
         self.ledger.arrive(len(self.trace.contribs))

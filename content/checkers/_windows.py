@@ -49,7 +49,10 @@ class Update:
 
     @property
     def window(self) -> Window:
-        return tuple(sorted((c.epoch, c.batch) for c in self.new))
+        """The micro-batches applied; one whose loss came in pieces of rows counts once
+        (whether the pieces make it whole is `_scaling.coverage`'s to judge)."""
+        whole = [(c.epoch, c.batch) for c in self.new if c.rows is None]
+        return tuple(sorted(whole + list({(c.epoch, c.batch) for c in self.new if c.rows})))
 
 
 def updates(trace: Trace) -> list[Update]:
@@ -100,14 +103,17 @@ def _plans(scn: Scenario, epochs: int) -> Iterator[tuple[str, Iterator[Window]]]
         yield f"global-cut/{last}", _global_plan(scn, epochs, last, last)
 
 
-def matching_plan(ups: list[Update], scn: Scenario, epochs: int) -> str | None:
+def matching_plan(ups: list[Update], scn: Scenario, epochs: int,
+                  bad: frozenset[Key] = frozenset()) -> str | None:
     """The name of the correct plan the updates follow exactly, if any ("epoch/leak": the
-    partial windows leak into the next epoch)."""
+    partial windows leak into the next epoch). A window holding a micro-batch in `bad` (a
+    non-finite loss) applies nothing in a correct loop, however it was skipped: by
+    scaler.step(), or by hand before backward(); the others must be applied as planned."""
     if any(u.again for u in ups):
         return None
-    seen = [u.window for u in ups if u.step.held]
+    seen = [u.window for u in ups if u.step.held and not u.step.skipped]
     for name, plan in _plans(scn, max(epochs, 1)):
-        if all(a == b for a, b in zip_longest(seen, plan)):
+        if all(a == b for a, b in zip_longest(seen, (w for w in plan if bad.isdisjoint(w)))):
             return name
     return None
 

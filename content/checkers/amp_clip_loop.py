@@ -10,7 +10,11 @@ update's gradients are clipped once, after they were unscaled, to max_norm (ever
 an update is checked, not only the last), the backward() gets the scaled loss, and the step
 goes through scaler.step(). The second scenario overflows (one micro-batch's target is inf,
 so its gradient is, every epoch): a correct loop's scaler.step() skips that window's update,
-and optimizer.step() on it ends the judging with what it did to the weights. A loop that
+and optimizer.step() on it ends the judging with what it did to the weights. A loop may
+skip the non-finite loss itself (`if not torch.isfinite(loss)`) when the whole window then
+applies nothing, as scaler.step() would; stepping the rest of the window is
+`nonfinite_loss_window_stepped`. Clips to another threshold than max_norm, however many, are
+`wrong_clip_threshold`. A loop that
 calls the scaler out of order makes torch raise; that error is told in plain words, with the
 mistake behind it when the calls before it show one (`_scaler_errors`).
 
@@ -52,10 +56,13 @@ MISTAKES = (
     "no_loss_scaling", "mismatched_scaling", "optimizer_step_instead_of_scaler_step",
     "backward_without_scaler", "step_every_batch", "unscale_and_step_every_micro_batch",
     "off_by_one_modulo", "wrong_update_frequency", "zero_grad_every_batch",
-    "missing_zero_grad", "missing_backward", "step_before_backward", "missing_scaler_update",
-    "unscale_every_micro_batch", "clip_before_unscale", "clip_every_micro_batch",
+    "missing_zero_grad", "missing_backward", "nonfinite_loss_window_stepped",
+    "step_before_backward", "missing_scaler_update",
+    "unscale_every_micro_batch", "clip_before_unscale", "wrong_clip_threshold",
+    "clip_every_micro_batch",
     "clip_after_step",
-    "lr_scaled_instead_of_loss", "scheduler_every_micro_batch", "leftover_gradients",
+    "lr_scaled_instead_of_loss", "scheduler_every_micro_batch", "clip_in_grad_hook",
+    "leftover_gradients",
 )
 WARNINGS = {"leftover_gradients"}
 

@@ -17,6 +17,13 @@ Decisions:
   `passed` stays True.
 - A learning rate that changes between updates is a schedule, the learner's choice; one
   fixed rate other than learning_rate is reported.
+- A loss need not be one micro-batch's: a loss over any rows (a window's cached features
+  with one micro-batch's re-run, open_clip's accum_freq; chunks of a batch) is followed row
+  by row, and judged by the update it makes: each micro-batch's samples must reach their
+  update once, weighted as in the large-batch mean.
+- A tensor hook on a parameter is judged by what it did to each backward()'s gradient
+  (`_hooks`): one factor on every parameter is gradient-side scaling; a clamp clips each
+  micro-batch separately (`clip_in_grad_hook`).
 - One mistake gives one finding: scaling and timing are judged separately, and timing findings
   that are consequences of another (e.g. leftovers of a wrong window size) are not reported.
 - Behaviour no listed mistake explains fails with feedback that says what was observed, but
@@ -27,6 +34,7 @@ from __future__ import annotations
 
 import functools
 
+from content.checkers._hooks import finding
 from content.checkers._scaling import learning_rate, scaling
 from content.checkers._scenario import Scenario, plans
 from content.checkers._timing import timing, transforms
@@ -46,7 +54,7 @@ MISTAKES = (
     "no_loss_scaling", "mismatched_scaling", "step_every_batch", "off_by_one_modulo",
     "wrong_update_frequency", "zero_grad_every_batch", "missing_zero_grad", "missing_backward",
     "step_before_backward", "lr_scaled_instead_of_loss", "clip_every_micro_batch",
-    "scheduler_every_micro_batch", "leftover_gradients",
+    "scheduler_every_micro_batch", "clip_in_grad_hook", "leftover_gradients",
 )
 WARNINGS = {"leftover_gradients"}
 
@@ -105,4 +113,5 @@ def diagnose(trace: Trace, scn: Scenario) -> list[Finding]:
     rate = learning_rate(scn, ups, unscaled=any(m == "no_loss_scaling" for m, _ in scale))
     if any(m == "lr_scaled_instead_of_loss" for m, _ in rate):
         scale = []  # the same unscaled loss, told as the fix that was tried
-    return findings + scale + rate + timing(trace, scn, ups) + transforms(trace)
+    hooked = [finding(trace.hooked, scn.accumulation_steps)] if trace.hooked else []
+    return findings + scale + rate + timing(trace, scn, ups) + transforms(trace) + hooked

@@ -161,3 +161,34 @@ def test_scaler_scale_returns_a_new_tensor_and_the_plain_loss_leaves_grad_unscal
     for call in (fresh.unscale_, fresh.step):
         with pytest.raises(AssertionError, match="_scale is None"):
             call(torch.optim.SGD(mlp().parameters(), lr=0.1))
+
+
+def test_a_tighter_clip_before_the_clip_to_max_norm_decides_the_norm():
+    """`wrong_clip_threshold`: the update's norm is min(norm, max_norm) after one clip to
+    max_norm; clipping only shrinks, so a clip to max_norm after a tighter one leaves it."""
+    model = mlp()
+    x, y = BATCHES[0]
+    nn.functional.mse_loss(model(x), y).backward()
+    norm = float(flat_grad(model).norm())
+    max_norm = norm / 2
+    clip_grad_norm_(model.parameters(), max_norm / 10)
+    clip_grad_norm_(model.parameters(), max_norm)
+    assert float(flat_grad(model).norm()) == pytest.approx(max_norm / 10)
+
+
+def test_a_tensor_hook_clips_each_micro_batchs_gradient_not_the_windows_sum():
+    """`clip_in_grad_hook`: p.register_hook(fn) runs on each backward()'s own gradient
+    before it is added to .grad, so a clamp there clamps every micro-batch separately."""
+    bound = 1e-3
+    hooked, plain = mlp(), mlp()
+    for p in hooked.parameters():
+        p.register_hook(lambda g: g.clamp(-bound, bound))
+    per_micro_batch = []
+    for x, y in BATCHES[:K]:
+        (nn.functional.mse_loss(hooked(x), y) / K).backward()
+        plain.zero_grad()
+        (nn.functional.mse_loss(plain(x), y) / K).backward()
+        per_micro_batch.append(flat_grad(plain).clamp(-bound, bound))
+    window = flat_grad(hooked)
+    assert torch.allclose(window, sum(per_micro_batch))  # the sum of clamped micro-batches
+    assert window.abs().max() > bound  # not the window's sum clamped: that stays in bounds
