@@ -12,6 +12,15 @@ Tricks:
   (identifiers count their parts: `zero_grad` shares "grad" with ".grad").
 - `slot_type`: for a blank, the chips whose kind (method or value) fits the code around
   the blank (`content.giveaways.slot_kind`), ties broken by `echo`; for an option, `echo`.
+- `topic_chip`: the choice sharing the most word stems with the deck's title and the card's
+  topics ("accumulation_steps" in a gradient-accumulation deck): "pick the one named after
+  the chapter".
+- `odd_one_out`: the choice most unlike the others (`content.odd_one_out`): the one that
+  alone differs in form (its lead word, a negation, a hedge such as "but only because", a
+  cause, code or numbers, two clauses, its kind of chip) where the others agree, then the
+  one sharing the fewest word stems with the rest.
+- `no_absolutes`: any choice free of absolute or restricting words ("only", "always",
+  "never", "all", ...), the old advice that sweeping claims are usually false.
 """
 
 from __future__ import annotations
@@ -20,9 +29,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from content.giveaways import chip_kind, slot_kind, words_with_parts
+from content.odd_one_out import absolutes, oddness, stems
 from content.schema import ChoiceCard, Deck, FillInCard
 
-TRICKS = ("longest", "echo", "slot_type")
+TRICKS = ("longest", "echo", "slot_type", "topic_chip", "odd_one_out",
+          "no_absolutes")
 
 
 @dataclass(frozen=True)
@@ -41,6 +52,7 @@ class Item:
     key: str
     clue: frozenset[str]  # the distinctive words of the prompt and hint
     slot: str | None = None  # 'method', 'value' or None (unsure / not a blank)
+    topic: frozenset[str] = frozenset()  # stems of the deck title and the card's topics
 
     @property
     def label(self) -> str:
@@ -67,16 +79,17 @@ def items(deck: Deck) -> list[Item]:
     found: list[Item] = []
     for card in deck.cards:
         clue = frozenset(words_with_parts(card.prompt) | words_with_parts(card.hint))
+        topic = frozenset(stems(" ".join([deck.title, *card.topics])))
         if isinstance(card, ChoiceCard):
             keys = [o.id for o in card.options if o.correct]
             if len(keys) == 1:
                 choices = tuple(Choice(o.id, o.text) for o in card.options)
-                found.append(Item(card.id, None, choices, keys[0], clue))
+                found.append(Item(card.id, None, choices, keys[0], clue, topic=topic))
         elif isinstance(card, FillInCard):
             choices = tuple(Choice(c.id, c.text) for c in card.chips)
             for blank in card.blanks:
                 found.append(Item(card.id, blank.id, choices, blank.answer, clue,
-                                  slot_kind(card.code, blank.id)))
+                                  slot_kind(card.code, blank.id), topic))
     return found
 
 
@@ -107,8 +120,23 @@ def pick_slot_type(item: Item) -> list[Choice]:
     return _best(pool, _echo_score(item))
 
 
+def pick_topic_chip(item: Item) -> list[Choice]:
+    return _best(item.choices, lambda choice: len(stems(choice.text) & item.topic))
+
+
+def pick_odd_one_out(item: Item) -> list[Choice]:
+    odd = oddness([c.text for c in item.choices])
+    return _best(item.choices, lambda choice: odd[item.choices.index(choice)])
+
+
+def pick_no_absolutes(item: Item) -> list[Choice]:
+    return _best(item.choices, lambda choice: -absolutes(choice.text))
+
+
 PICKERS: dict[str, Callable[[Item], list[Choice]]] = {
     "longest": pick_longest, "echo": pick_echo, "slot_type": pick_slot_type,
+    "topic_chip": pick_topic_chip, "odd_one_out": pick_odd_one_out,
+    "no_absolutes": pick_no_absolutes,
 }
 
 

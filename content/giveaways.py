@@ -8,6 +8,8 @@ b. `longest`: across the deck, the correct option is the strictly longest option
 c. `hint`: the hint contains words that only the key has (none of its wrong choices).
 d. `slot type`: only one chip of a fill-in card can fill a blank at all: the code asks
    for a method (`loss.[[m]]()`) or a value (`loss / [[v]]`) and just one chip is one.
+e. `one value`: across the deck, one chip text answers every value blank (3 or more): a
+   learner who always picks `accumulation_steps` is never wrong.
 
 Words are compared exactly (lower-cased, no stemming), so "steps" is not "step", in
 keeping with the hint rule of `content.lint`. Everything here is deterministic and needs
@@ -186,6 +188,9 @@ LONGEST_MIN_CARDS = 3
 # (c) One shared word in a long option can be the topic ("batch" in a batching deck); two
 # distinctive words of the key, or half of a short key (a chip, "save memory"), point at it.
 HINT_MIN_WORDS = 2
+# (e) Two value blanks with the same answer are common (a divisor and a window of one loop);
+# from three on, one chip answering all of them is a rule a learner can learn instead.
+ONE_VALUE_MIN_BLANKS = 3
 
 
 def check_giveaways(deck: Deck) -> list[Problem]:
@@ -202,6 +207,7 @@ def _giveaway_problems(deck: Deck) -> Iterator[Problem]:
             yield from _fill_in_hint(card, base)
             yield from _slot_types(card, base)
     yield from _longest_keys(deck)
+    yield from _one_value_answer(deck)
 
 
 def _listed(items: Iterable[str]) -> str:
@@ -303,3 +309,27 @@ def _longest_keys(deck: Deck) -> Iterator[Problem]:
             f"the correct option is the longest one here, as in {len(offenders)} of the "
             f"deck's {len(counted)} multiple-choice cards with {LONGEST_MIN_OPTIONS}+ options: "
             "'pick the longest' beats chance; shorten it or lengthen a wrong option")
+
+
+def _value_blanks(deck: Deck) -> Iterator[tuple[Path, str]]:
+    """(path, answer chip text) of every blank the code says needs a value."""
+    for index, card in enumerate(deck.cards):
+        if not isinstance(card, FillInCard):
+            continue
+        chips = {chip.id: chip.text.strip() for chip in card.chips}
+        for b, blank in enumerate(card.blanks):
+            if blank.answer in chips and slot_kind(card.code, blank.id) == "value":
+                yield ("cards", index, "blanks", b), chips[blank.answer]
+
+
+def _one_value_answer(deck: Deck) -> Iterator[Problem]:
+    blanks = list(_value_blanks(deck))
+    answers = {answer for _, answer in blanks}
+    if len(blanks) < ONE_VALUE_MIN_BLANKS or len(answers) != 1:
+        return
+    [answer] = answers
+    for path, _ in blanks:
+        yield path, (
+            f"the chip '{answer}' answers every value blank of the deck ({len(blanks)} of "
+            f"{len(blanks)}): a learner who always picks it is never wrong; give some value "
+            "blank another answer")

@@ -343,12 +343,13 @@ def test_solver_echo_and_slot_type_tricks():
 
 
 def test_solver_on_fair_cards_does_not_beat_chance():
-    # The key is never the longest choice, and no choice echoes the prompt or hint.
+    # The key is never the longest choice, no choice echoes the prompt or hint, and none
+    # stands apart in form (each starts with an article) or names the deck.
     fair = deck(
         fill_in("optimizer.[[method]]()", ["step", "zero_grad", "backward", "eval"],
                 {"method": "step"}, prompt="Complete the update.",
                 hint="Which optimizer call applies the stored gradients?"),
-        mcq("Memory", ["A new architecture", "A higher learning rate"],
+        mcq("A memory limit", ["A new architecture", "A higher learning rate"],
             prompt="What limits the batch size on one GPU?", hint="Think hardware."),
     )
     results = blind_solver.solve(fair)

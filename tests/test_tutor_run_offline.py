@@ -102,13 +102,13 @@ async def test_tutor_run_serves_review_and_explains_a_wrong_click(tmp_path):
                    for b in row["components"] if b["custom_id"].startswith("srs:opt:")}
         assert sorted(buttons) == ["A", "B", "C", "D"]
 
-        # Options are shuffled per serve: click the one that raises the learning rate.
-        wrong = next(cid for cid in buttons.values() if cid.endswith(":raise-learning-rate"))
+        # Options are shuffled per serve: click the one that confuses it with data parallelism.
+        wrong = next(cid for cid in buttons.values() if cid.endswith(":combine-gpus"))
         click = await server.click(alice, review.message, wrong)
         assert click.callback_type == 7
         feedback = review.message["embeds"][1]
         deck = DeckLibrary.load().deck("gradient-accumulation")
-        option = next(o for o in deck.card(PURPOSE).options if o.id == "raise-learning-rate")
+        option = next(o for o in deck.card(PURPOSE).options if o.id == "combine-gpus")
         assert feedback["title"] == "Not quite. 2 attempts left."
         assert option.says in feedback["description"]
         assert deck.mistake(option.mistake).explanation[:60] in feedback["description"]
@@ -159,7 +159,7 @@ async def test_a_long_rate_limit_on_the_acknowledgement_is_not_waited_out(tmp_pa
         server.fail_next("POST", "/interactions/*/callback", 429,
                          {"message": "You are being rate limited.", "retry_after": 4.0,
                           "global": False})
-        missed = await server.click(alice, card.message, buttons["raise-learning-rate"],
+        missed = await server.click(alice, card.message, buttons["combine-gpus"],
                                     wait=False)
         await wait_for_log(bot, "no acknowledgement within Discord's 3 s")
         callbacks = [r for r in server.requests
@@ -167,7 +167,7 @@ async def test_a_long_rate_limit_on_the_acknowledgement_is_not_waited_out(tmp_pa
         assert [r.status for r in callbacks] == [429]  # no retry into a dead interaction
         assert missed.callback_type is None
 
-        again = await server.click(alice, card.message, buttons["reduce-parameters"])
+        again = await server.click(alice, card.message, buttons["state-memory"])
         assert "already counted" in again.content and "as it stands" in again.content
         assert again.embeds[0]["title"] == card.embeds[0]["title"]
     finally:

@@ -16,7 +16,7 @@ from tests.helpers.discord import (
 )
 
 # Options of the "concept" topic's card (gradient-accumulation/purpose).
-RIGHT, WRONG, OTHER_WRONG = "split-batch-to-save-memory", "raise-learning-rate", "reduce-parameters"
+RIGHT, WRONG, OTHER_WRONG = "split-batch-to-save-memory", "combine-gpus", "state-memory"
 
 
 def _button(custom_id: str, label: str = "Forged") -> dict:

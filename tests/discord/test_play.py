@@ -21,7 +21,7 @@ from tests.helpers.discord import (
 
 ZERO_GRAD = "gradient-accumulation/zero-grad"
 # The options of the "concept" topic's card (gradient-accumulation/purpose) these tests pick.
-RIGHT, WRONG, OTHER_WRONG = "split-batch-to-save-memory", "raise-learning-rate", "reduce-parameters"
+RIGHT, WRONG, OTHER_WRONG = "split-batch-to-save-memory", "combine-gpus", "state-memory"
 
 
 async def test_learn_serves_a_private_fill_in_card(world, store):
@@ -35,8 +35,8 @@ async def test_learn_serves_a_private_fill_in_card(world, store):
     assert embed.footer.text == f"3 attempts left · {ZERO_GRAD}"
     select = result.response.components[0]["components"][0]
     assert select["placeholder"] == "Blank [1]"
-    assert sorted(o["label"] for o in select["options"]) == ["backward", "eval", "step",
-                                                             "zero_grad"]
+    assert sorted(o["label"] for o in select["options"]) == [
+        "backward", "clip_grad_norm_", "eval", "step", "zero_grad"]
     assert {"Submit", "Hint"} <= {c.get("label") for row in result.response.components
                                   for c in row["components"]}
     learner = learner_of(store, ann)
@@ -91,7 +91,7 @@ async def test_multiple_choice_buttons_explain_the_chosen_option(world, store):
     deck_card = store_deck().card("gradient-accumulation/purpose")
     option = next(o for o in deck_card.options if o.id == WRONG)
     assert option.says in text
-    assert store_deck().mistake("thinks_lr_changes").explanation.split()[0] in text
+    assert store_deck().mistake("confuses_with_data_parallel").explanation.split()[0] in text
     right = await choose(ann, wrong.response, RIGHT)
     assert right.response.embeds[1].title == "Correct, on attempt 2."
     assert "1. **" in right.response.embeds[1].description  # the step-by-step solution
