@@ -157,10 +157,12 @@ def test_blank_counts(deck):
 
 def test_task5_offers_three_candidates_of_each_type_per_blank(deck):
     # The seed's three chips left one chip of the right type per blank (a give-away) and
-    # made its own mistake, different variables for scaling and frequency, impossible.
+    # made its own mistake, different variables for scaling and frequency, impossible; a
+    # second setting named after the topic keeps `accumulation_steps` from standing out.
     card = deck.card("gradient-accumulation/full-loop")
     assert sorted(chip.text for chip in card.chips) == [
-        "accumulation_steps", "backward", "batch_size", "num_epochs", "step", "zero_grad"]
+        "accumulated_samples", "accumulation_steps", "backward", "batch_size", "num_epochs",
+        "step", "zero_grad"]
     window = next(blank for blank in card.blanks if blank.id == "window")
     assert window.wrong["batch_size"].mistake == "wrong_update_frequency"
     assert any("option C" in flag for flag in card.flags)

@@ -175,8 +175,21 @@ def test_a_new_card_on_an_open_misconception_is_met_first(store, clock):
     assert tutor.next_card(learner).card_id == "many/c2"
 
 
-def many_cards_library(n: int) -> DeckLibrary:
-    """n multiple-choice cards: even ones test mistake m0, odd ones m1."""
+def test_a_mistake_its_deck_no_longer_registers_leaves_the_learners_list(store, clock):
+    """A new deck version that retires a mistake: no card can test or correct it any more,
+    so it is not shown as held (nor by its bare id); the stored history stays."""
+    tutor = in_server_with_remediation(Tutor(store, many_cards_library(2), clock=clock))
+    learner = tutor.learner("discord:1")
+    answer(tutor, tutor.next_card(learner, only="many/c1"), "lure", "right")  # shows m1
+    (held,) = Learners(tutor).mistakes(learner)
+    assert (held.mistake_id, held.title, held.is_open) == ("m1", "Mistake one", True)
+    retired = Tutor(store, many_cards_library(1, mistakes=1), clock=clock)
+    assert Learners(retired).mistakes(learner) == []
+    assert [row.mistake_id for row in store.misconceptions.for_learner(learner.id)] == ["m1"]
+
+
+def many_cards_library(n: int, mistakes: int = 2) -> DeckLibrary:
+    """n multiple-choice cards: card i tests mistake m(i % mistakes)."""
     cards = "".join(
         f"""  - id: many/c{i}
     type: multiple_choice
@@ -186,21 +199,23 @@ def many_cards_library(n: int) -> DeckLibrary:
     prompt: Question {i}?
     options:
       - {{id: right, text: Right {i}, correct: true}}
-      - {{id: lure, text: Lure {i}, mistake: m{i % 2}, says: No {i}.}}
-      - {{id: other, text: Other {i}, mistake: m{i % 2}, says: Not {i}.}}
+      - {{id: lure, text: Lure {i}, mistake: m{i % mistakes}, says: No {i}.}}
+      - {{id: other, text: Other {i}, mistake: m{i % mistakes}, says: Not {i}.}}
     hint: Think {i}.
     takeaway: Right {i}.
     solution:
       - {{title: Step, detail: Because {i}.}}
 """ for i in range(n))
+    names = ("zero", "one")
+    registry = "\n".join(f"  - {{id: m{j}, title: Mistake {names[j]}, explanation: Wrong {j}.}}"
+                         for j in range(mistakes))
     text = f"""# tutor-lint: allow-giveaways
 id: many
 title: Many
 description: Cards on two mistakes.
 version: 1
 mistakes:
-  - {{id: m0, title: Mistake zero, explanation: Zero is wrong.}}
-  - {{id: m1, title: Mistake one, explanation: One is wrong.}}
+{registry}
 cards:
 {cards}"""
     return DeckLibrary([parse_deck(text)])

@@ -54,13 +54,16 @@ class LearnerMistake:
 
 
 def learner_mistakes(store: Store, library: DeckLibrary, learner_id: int) -> list[LearnerMistake]:
-    """The learner's misconceptions, open first; a mistake whose deck is gone keeps its id."""
+    """The learner's misconceptions, open first. A mistake whose deck is gone keeps its id;
+    one its deck no longer registers is left out: no card can test or correct it."""
     out = []
     for row in store.misconceptions.for_learner(learner_id):
         title = row.mistake_id
         deck = library.decks.get(row.deck_id)
         if deck is not None:
-            title = next((m.title for m in deck.mistakes if m.id == row.mistake_id), title)
+            title = next((m.title for m in deck.mistakes if m.id == row.mistake_id), None)
+            if title is None:
+                continue
         out.append(LearnerMistake(row.deck_id, row.mistake_id, title, row.open,
                                   row.times_shown, row.last_shown_at, row.last_corrected_at))
     return out
