@@ -121,22 +121,38 @@ def test_seed_cards_blanks_and_correct_options(seed_deck):
     assert [chip.text for chip in fills[4].chips] == ["accumulation_steps", "backward", "step"]
 
 
+# Seed fill-in tasks whose blank the curated deck asks differently, with the reason in
+# the card's flags: step-frequency's seed chips were answered by "the chip named after the
+# topic", so its blank asks for the number (64 samples per update / 16 per micro-batch).
+REASKED = {"gradient-accumulation/step-frequency": ["4"]}
+
+
 def test_seed_answers_match_the_hand_curated_deck(seed_deck):
     canonical = load_deck(CANONICAL)
 
-    def answers(deck):
-        return [[{c.id: c.text for c in card.chips}[b.answer] for b in card.blanks]
-                for card in deck.cards if isinstance(card, FillInCard)]
+    def answers(card):
+        return [{c.id: c.text for c in card.chips}[b.answer] for b in card.blanks]
 
-    assert answers(seed_deck) == answers(canonical)
+    from_seed = [card for card in canonical.cards
+                 if isinstance(card, FillInCard) and card.source.startswith("seed task")]
+    drafted = [card for card in seed_deck.cards if isinstance(card, FillInCard)]
+    assert len(drafted) == len(from_seed)
+    for draft, card in zip(drafted, from_seed, strict=True):
+        if card.id in REASKED:
+            assert answers(card) == REASKED[card.id] != answers(draft)
+            assert any(flag.startswith(f"rev {card.rev}:") for flag in card.flags), card.id
+        else:
+            assert answers(draft) == answers(card), card.id
 
 
 def test_one_mistake_per_common_mistakes_line(seed_deck):
     canonical = load_deck(CANONICAL)
     lines = [w for m in canonical.mistakes for w in m.seed_wording]
-    assert len(lines) == 26
-    assert [m.seed_wording for m in seed_deck.mistakes] == [[m.title] for m in seed_deck.mistakes]
-    assert sorted(m.title for m in seed_deck.mistakes) == sorted(lines)
+    titles = [m.title for m in seed_deck.mistakes]
+    assert [m.seed_wording for m in seed_deck.mistakes] == [[title] for title in titles]
+    assert len(set(titles)) == len(titles) == 26  # the seed's Common Mistakes lines
+    # The curated deck keeps each line once, or retires it (test_deck_content.py says why).
+    assert len(set(lines)) == len(lines) and set(lines) <= set(titles) and len(lines) >= 25
     for mistake in seed_deck.mistakes:
         assert mistake.explanation.startswith("TODO (review)")
         assert mistake.title in mistake.explanation
