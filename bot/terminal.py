@@ -9,7 +9,15 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from bot.engine.choice import SCHEDULERS
-from bot.engine.feedback import LETTERS, feedback, lettered, numbered_code, when
+from bot.engine.feedback import (
+    LETTERS,
+    REPEATED,
+    feedback,
+    lettered,
+    numbered_code,
+    retry_text,
+    when,
+)
 from bot.engine.learners import Learners
 from bot.engine.served import Served
 from bot.engine.tutor import (
@@ -236,8 +244,13 @@ class Console:
             chose = f"{m.letter} ('{m.choice}')" if m.letter else f"'{m.choice}'"
             if m.says:
                 self._wrapped(f"You chose {chose}{where}: {m.says}")
-            if m.explanation:
+            if m.repeated:
+                self._wrapped(f"Common mistake - {m.title} ({REPEATED}).")
+            elif m.explanation:
                 self._wrapped(f"Common mistake - {m.title}: {m.explanation}")
+        if fb.retry:
+            self._wrapped(retry_text(fb.retries_left))
+            return
         if not fb.finished:
             self.say(f"  {fb.attempts_left} attempt(s) left. (? for a hint)")
             return

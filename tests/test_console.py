@@ -277,3 +277,42 @@ def test_a_missed_code_option_card_names_letters_and_shows_the_keys_code(db_url,
     revealed = text.split("Not this time.", 1)[1]
     code = textwrap.indent(key.code.rstrip("\n"), "       ")
     assert f"The answer: {letter(key)}) This loop\n{code}\n" in revealed
+
+
+# -- a mistake explained once per served card; code that ran no training sent again --------
+
+def test_the_terminal_names_a_repeated_mistake_without_its_explanation(tutor):
+    text = play(tutor, ["zero_grad", letters("accumulation_steps", "batch_size"),
+                        letters("batch_size", "accumulation_steps"),
+                        letters("accumulation_steps", "backward"), "q"])
+    wrong_method = "Common mistake - Wrong method: That method does something else entirely."
+    assert text.count(wrong_method) == 1
+    assert "Common mistake - Wrong method (explained earlier on this card)." in text
+    assert "You chose 'accumulation_steps' for [2]: an int cannot be called." in text
+    assert "Common mistake - Wrong divisor: Divide by the number" in text
+
+
+def test_code_that_stopped_before_training_is_sent_again_in_the_terminal(store, mini_library,
+                                                                         clock):
+    from bot.engine.tutor import CodeReport, Tutor
+
+    typo = CodeReport("error", False, (), ("line 1: `NameError: name 'lossy' is not defined`",),
+                      trained=False)
+    reports = iter([typo, CodeReport("ok", True)])
+    tutor = Tutor(store, mini_library, clock=clock,
+                  code_judge=lambda card, code, learner: next(reports))
+    learner = tutor.learner("local:sam", display_name="sam")
+    lines = iter(["lossy.backward()", "EOF", "loss.backward()", "EOF", "q"])
+    out = io.StringIO()
+    Console(tutor, learner, "mini", out=out, read=lambda prompt: next(lines),
+            topic="loop").run()
+    text = out.getvalue()
+    retry = text.split("Running your code in the sandbox...")[1]
+    assert "Not judged: your code stopped before it trained." in retry
+    assert "- line 1: `NameError: name 'lossy' is not defined`" in retry
+    assert "That run used no attempt: fix it and send your code again (2 more such runs" in (
+        retry.replace("\n  ", " "))
+    assert "A working solution" not in retry
+    assert "Correct!" in text.split("Running your code in the sandbox...")[2]
+    (log,) = store.reviews.on_day(learner.id, clock.now.date())
+    assert (log.correct, log.attempts, log.chosen[0]["retries"]) == (True, 1, 1)

@@ -262,7 +262,7 @@ def test_a_failed_code_check_explains_each_mistake_and_records_it(store, mini_li
     assert verdict.report.feedback == ("gradients 4x too large",)
     log = store.reviews.get(served.serve_id)
     assert log.mistake_ids == ["no_scaling"]
-    assert log.chosen == [{"status": "ok", "mistakes": ["no_scaling"]}]
+    assert log.chosen == [{"status": "ok", "mistakes": ["no_scaling"], "retries": 0}]
 
 
 def test_a_passed_code_check_grades_like_a_first_try(store, mini_library, clock):

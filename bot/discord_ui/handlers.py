@@ -201,10 +201,10 @@ class CardHandlers:
         except TutorError as exc:  # no sandbox, busy, empty code, stale, already counted
             await interaction.followup.send(str(exc), ephemeral=True)
             return
+        card = self.tutor.card(verdict.served)
         await interaction.followup.send(
-            embed=render.feedback_embed(self.tutor.card(verdict.served), verdict,
-                                        self.tutor.today(learner)),
-            view=render.next_view("auto", None), ephemeral=True)
+            embed=render.feedback_embed(card, verdict, self.tutor.today(learner)),
+            view=render.after_code(card, verdict), ephemeral=True)
 
     async def on_code_message(self, message: discord.Message) -> bool:
         """A fenced code block sent to the bot answers the learner's open code card."""
@@ -224,7 +224,7 @@ class CardHandlers:
             return True
         await message.reply(
             embed=render.feedback_embed(playing.card, verdict, self.tutor.today(learner)),
-            view=render.next_view("auto", None), mention_author=False)
+            view=render.after_code(playing.card, verdict), mention_author=False)
         return True
 
     # -- reminder buttons ----------------------------------------------------------------

@@ -14,11 +14,13 @@ from bot.discord_ui import components as c
 from bot.engine.choice import SCHEDULERS, Choice
 from bot.engine.feedback import (
     KIND_LABEL,
+    REPEATED,
     Feedback,
     answer_text,
     card_text,
     feedback,
     lettered,
+    retry_text,
     shown,
     when,
 )
@@ -53,7 +55,9 @@ def _mistakes_text(fb: Feedback) -> str:
         elif m.says:
             letter = f"{m.letter}. " if m.letter else ""
             lines.append(f"**{letter}{markdown(m.choice)}**: {markdown(m.says)}")
-        if m.explanation:
+        if m.repeated:
+            lines.append(f"> **{markdown(m.title)}** ({REPEATED}).")
+        elif m.explanation:
             lines.append(f"> **{markdown(m.title)}.** {markdown(m.explanation)}")
     return "\n".join(lines)
 
@@ -64,10 +68,14 @@ def feedback_embed(card: AnyCard, verdict: Verdict, today: date | None) -> disco
     backticks left to right, so no deck text after them can reach back into those spans."""
     fb = feedback(card, verdict, today)
     title, colour = fb.headline, GREEN if fb.correct else RED
-    if not fb.finished:
+    if fb.retry:
+        colour = GREY
+    elif not fb.finished:
         left = fb.attempts_left
         title = f"{title} {left} attempt{'s' * (left != 1)} left."
     parts = ["\n".join(f"• {plain(line)}" for line in fb.measured), _mistakes_text(fb)]
+    if fb.retry:
+        parts.append(retry_text(fb.retries_left))
     if fb.finished:
         if fb.answer is not None:
             parts.append(answer_text(fb.answer, fb.answer_is_code, fb.answer_letter,
@@ -105,6 +113,12 @@ def card_view(card: AnyCard, served: Served, draft: dict | None = None) -> disco
     if not served.hint_used:
         view.add_item(c.HintButton(sid, attempt))
     return view
+
+
+def after_code(card: AnyCard, verdict: Verdict) -> discord.ui.View:
+    """The controls under a code verdict: the card's own again when the code may be sent
+    again (it ran no training), else Next."""
+    return next_view("auto", None) if verdict.finished else card_view(card, verdict.served)
 
 
 def next_view(mode: str, topic: str | None) -> discord.ui.View:

@@ -33,18 +33,21 @@ def report_from(result: RunResult) -> CodeReport:
     `error` and `stderr` are text the learner's code can write (the jailed child reports
     its own error): the feedback quotes them as code. The report's lines (the checker's
     and the service's, which quote the learner already) and stdout lose only what no
-    front end may show."""
+    front end may show. Without a checker's report, only a refusal is known not to have
+    trained: a crash may have come mid-training."""
     status, stdout = result.status, plain(result.stdout)
     if result.report is not None:  # the checker ran to the end (the code may have raised)
         report = result.report
         return CodeReport(report.status, report.passed, report.mistakes,
-                          tuple(plain(text) for text in report.feedback), stdout)
+                          tuple(plain(text) for text in report.feedback), stdout,
+                          report.trained)
     if status in STOPPED:
         return CodeReport(status, False, (), (STOPPED[status],), stdout)
     detail = result.error or result.stderr
     said = code_span(detail) if detail else "it could not run"
-    if status == REFUSED:
-        return CodeReport(status, False, (), (f"Your code was not run: {said}",), stdout)
+    if status == REFUSED:  # nothing ran
+        return CodeReport(status, False, (), (f"Your code was not run: {said}",), stdout,
+                          trained=False)
     where = f"line {result.line}: " if result.line else ""
     return CodeReport(status, False, (), (f"{where}{said}",), stdout)
 

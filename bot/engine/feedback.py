@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
+from bot.engine.judging import mistakes_of
 from bot.engine.option_order import in_order
 from bot.engine.served import Served
 from bot.engine.tutor import Verdict, correct_answer
@@ -32,8 +33,11 @@ class Mistake:
     blank: int | None  # the blank's number ([1], [2], ...) for a chip
     says: str  # what this choice actually does ("" when nothing is said)
     title: str
-    explanation: str
+    explanation: str  # "" once told on this served card (`repeated`)
     letter: str | None = None  # a chosen option's letter as this serve showed it
+    # Its explanation was already shown on this served card (an earlier attempt or blank):
+    # only its title and what this choice does are told again.
+    repeated: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,12 +59,30 @@ class Feedback:
     takeaway: str | None  # once finished
     next_review: str | None  # "tomorrow", "in 6 days (2026-12-08)", once scheduled
     duplicate: bool  # the same answer was already recorded
+    # Code that stopped before it trained: not judged, no attempt used; it may be sent again
+    # (free `retries_left` more times; past them a run counts whatever it does).
+    retry: bool = False
+    retries_left: int = 0
 
     @property
     def headline(self) -> str:
+        if self.retry:
+            return "Not judged: your code stopped before it trained."
         if self.correct:
             return "Correct!" if self.attempt == 1 else f"Correct, on attempt {self.attempt}."
         return "Not this time." if self.finished else "Not quite."
+
+
+REPEATED = "explained earlier on this card"
+
+
+def retry_text(retries_left: int) -> str:
+    """What a learner whose code ran no training may do next."""
+    if retries_left:
+        return (f"That run used no attempt: fix it and send your code again ({retries_left} "
+                f"more such run{'s' * (retries_left != 1)} free on this card).")
+    return ("That run used no attempt: fix it and send your code again. From now on a run "
+            "counts even if it stops before training.")
 
 
 def when(day: date, today: date) -> str:
@@ -128,16 +150,21 @@ def feedback(card: AnyCard, verdict: Verdict, today: date | None) -> Feedback:
     # A choice card's finding is about the option this attempt chose.
     chosen = letters.get(verdict.served.chosen[-1]) if letters and verdict.served.chosen \
         else None
-    mistakes = tuple(
-        Mistake(f.choice, blank_number(card, f.blank) if f.blank and isinstance(
-            card, FillInCard) else None, f.says, f.mistake_title, f.explanation, chosen)
-        for f in verdict.findings)
+    told = _told_before(card, verdict)
+    mistakes = []
+    for f in verdict.findings:
+        repeated = f.mistake_id in told
+        told.add(f.mistake_id)
+        mistakes.append(Mistake(
+            f.choice, blank_number(card, f.blank) if f.blank and isinstance(
+                card, FillInCard) else None, f.says, f.mistake_title,
+            "" if repeated else f.explanation, chosen, repeated))
     reveal = finished and not verdict.correct
     scheduled = finished and verdict.due is not None and today is not None and (
         verdict.served.kind in ("new", "review"))
     return Feedback(
         correct=verdict.correct, finished=finished, attempt=verdict.served.attempts,
-        attempts_left=verdict.attempts_left, mistakes=mistakes,
+        attempts_left=verdict.attempts_left, mistakes=tuple(mistakes),
         measured=tuple(verdict.report.feedback) if verdict.report else (),
         answer=correct_answer(card) if reveal else None,
         answer_is_code=isinstance(card, CodeCard),
@@ -149,4 +176,12 @@ def feedback(card: AnyCard, verdict: Verdict, today: date | None) -> Feedback:
         takeaway=card.takeaway if finished else None,
         next_review=when(verdict.due, today) if scheduled else None,
         duplicate=verdict.duplicate,
+        retry=verdict.retry, retries_left=verdict.retries_left,
     )
+
+
+def _told_before(card: AnyCard, verdict: Verdict) -> set[str]:
+    """The mistakes whose explanation this served card already showed: those of its earlier
+    attempts (the attempt judged now is the last one chosen; a retry chose nothing)."""
+    earlier = verdict.served.chosen if verdict.retry else verdict.served.chosen[:-1]
+    return {m for chosen in earlier for m in mistakes_of(card, chosen)}

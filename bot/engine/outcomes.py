@@ -11,6 +11,10 @@ from bot.engine.served import Served
 from scheduler.choice import Choice
 from scheduler.grading import MAX_ATTEMPTS
 
+# Code that stopped before it trained (a typo, a NameError before any backward()) may be
+# sent again this many times on one served card without using its attempt.
+FREE_RETRIES = 3
+
 
 @dataclass(frozen=True, slots=True)
 class CodeReport:
@@ -21,6 +25,16 @@ class CodeReport:
     mistakes: tuple[str, ...] = ()
     feedback: tuple[str, ...] = ()
     stdout: str = ""
+    # Whether a backward() or an optimizer step ran (True when nobody can tell).
+    trained: bool = True
+
+    @property
+    def ran_no_training(self) -> bool:
+        """The code raised, or was refused, before any backward() or optimizer step: it
+        says nothing about the learner's accumulation. A timeout, a memory or output limit
+        or a crash can have come mid-training: never this."""
+        return (self.status in ("error", "refused") and not self.trained
+                and not self.passed and not self.mistakes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,10 +48,17 @@ class Verdict:
     interval: int | None = None
     duplicate: bool = False
     report: CodeReport | None = None
+    # A code submission that ran no training: not judged, no attempt used.
+    retry: bool = False
 
     @property
     def attempts_left(self) -> int:
         return 0 if self.finished else MAX_ATTEMPTS - self.served.attempts
+
+    @property
+    def retries_left(self) -> int:
+        """How many more code submissions that run no training are free on this card."""
+        return max(0, FREE_RETRIES - self.served.retries)
 
 
 @dataclass(frozen=True, slots=True)

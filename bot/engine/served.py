@@ -47,6 +47,14 @@ class Served:
     restart: bool = False  # the card's content changed: both schedules start over
     # The learner's open misconceptions this card tests: a first try past them corrects them.
     open_mistakes: tuple[str, ...] = ()
+    # Code submissions sent again free because they ran no training (not attempts).
+    retries: int = 0
+
+    @property
+    def moves(self) -> int:
+        """Attempts and free retries: the version a stored card's compare-and-set guards
+        (a retry changes no attempt, yet two clicks must not both count one)."""
+        return self.attempts + self.retries
 
     def next_attempt(self, chosen) -> Served:
         """This card after one more attempt (hot path: a third of dataclasses.replace)."""

@@ -87,7 +87,7 @@ class ServedCards:
         try:
             card = self.tutor.card(served)
         except StaleCard:  # the deck changed under it: it can never be answered now
-            self.store.served.advance(Advance(serve_id, served.attempts, served.to_json(),
+            self.store.served.advance(Advance(serve_id, served.moves, served.to_json(),
                                               True))
             raise
         return CardInPlay(served, card, row.draft)
@@ -133,8 +133,8 @@ class ServedCards:
         """The card with its hint shown (which caps the grade)."""
         playing = self.at(serve_id, attempt, learner)
         served, _ = self.tutor.hint(playing.served)
-        if not self.store.served.advance(Advance(serve_id, attempt, served.to_json(), False,
-                                                 clear_draft=False)):
+        if not self.store.served.advance(Advance(serve_id, playing.served.moves,
+                                                 served.to_json(), False, clear_draft=False)):
             raise AlreadyCounted("That click was already counted.")
         return replace(playing, served=served)
 

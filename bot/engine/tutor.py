@@ -34,7 +34,7 @@ from bot.engine.judging import (
 )
 from bot.engine.misconceptions import deck_tests, held_tests, tested_mistakes
 from bot.engine.option_order import shuffled
-from bot.engine.outcomes import CodeReport, Progress, Verdict
+from bot.engine.outcomes import FREE_RETRIES, CodeReport, Progress, Verdict
 from bot.engine.served import Kind, Served, new_serve_id
 from bot.observability import record_answer
 from content.loader import AnyCard, DeckLibrary
@@ -50,9 +50,10 @@ from scheduler.storage.store import Advance, ReviewRecord, ServedMoved, StaleRev
 from scheduler.studyday import due_day, study_day
 
 # The engine's public face: front ends import these from here.
-__all__ = ["CODE_POLICY", "AlreadyCounted", "CodeReport", "Finding", "InvalidAnswer",
-           "MAX_ATTEMPTS", "Mode", "NeedsSandbox", "Progress", "RepeatedAnswer", "Response",
-           "StaleCard", "TryAgain", "Tutor", "TutorError", "Verdict", "correct_answer"]
+__all__ = ["CODE_POLICY", "FREE_RETRIES", "AlreadyCounted", "CodeReport", "Finding",
+           "InvalidAnswer", "MAX_ATTEMPTS", "Mode", "NeedsSandbox", "Progress",
+           "RepeatedAnswer", "Response", "StaleCard", "TryAgain", "Tutor", "TutorError",
+           "Verdict", "correct_answer"]
 
 # Writing a loop takes minutes, not seconds: a passing first submission within 5 minutes
 # is a 5, within 15 a 4, slower a 3.
@@ -249,20 +250,30 @@ class Tutor:
 
     def _answer_code(self, served: Served, card: CodeCard, code: Response,
                      stored: bool) -> Verdict:
-        """One submission decides a code card: the checker's verdict, not a guess. A crash,
-        timeout or refusal carries no mistake id; its report's feedback says what happened."""
+        """One judged submission decides a code card: the checker's verdict, not a guess. A
+        crash, timeout or refusal carries no mistake id; its report's feedback says what
+        happened. Code that stopped before it trained (`CodeReport.ran_no_training`) is not
+        judged: up to FREE_RETRIES times a card, it uses no attempt and may be sent again."""
         if self.code_judge is None:
             raise NeedsSandbox("Code cards need the sandbox, which is not running here.")
         if not isinstance(code, str) or not code.strip():
             raise InvalidAnswer("Send your code: the training loop over `dataloader`.")
         report = self.code_judge(card, code, served.learner_id)
+        if report.ran_no_training and served.retries < FREE_RETRIES:
+            retried = replace(served, retries=served.retries + 1)
+            if stored and not self.store.served.advance(_advance(served, retried, False)):
+                raise AlreadyCounted("That code was already counted.")
+            return Verdict(retried, False, False, (), report=report, retry=True)
         findings = []
         for mistake_id in report.mistakes:
             mistake = self.library.mistake(card.id, mistake_id)
             findings.append(Finding("your code", "", mistake.id, mistake.title,
                                     mistake.explanation))
+        # The free retries before it are logged with it; they lower no grade: a typo is
+        # not a gap in the concept, and the latency policy already counts the time taken.
         attempt = served.next_attempt({"status": report.status,
-                                       "mistakes": list(report.mistakes)})
+                                       "mistakes": list(report.mistakes),
+                                       "retries": served.retries})
         verdict = self._finish(attempt, card, report.passed, tuple(findings), CODE_POLICY,
                                advance=_advance(served, attempt, True) if stored else None)
         return replace(verdict, report=report)
@@ -362,4 +373,4 @@ class Tutor:
 
 
 def _advance(before: Served, after: Served, finished: bool) -> Advance:
-    return Advance(before.serve_id, before.attempts, after.to_json(), finished)
+    return Advance(before.serve_id, before.moves, after.to_json(), finished)

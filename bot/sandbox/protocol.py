@@ -148,6 +148,9 @@ class CheckReport:
     mistakes: tuple[str, ...] = ()
     feedback: tuple[str, ...] = ()  # the checker's and the service's lines, learner text quoted
     error: RaisedError | None = None
+    # Whether a backward() or an optimizer step ran before the code stopped; only an
+    # explicit false (the checker process's) says it did not.
+    trained: bool = True
 
     @classmethod
     def from_wire(cls, report: object) -> CheckReport:
@@ -160,7 +163,8 @@ class CheckReport:
         elif error is not None:
             raise Malformed("the report's error is not an object")
         return cls(_text(report, "status", OK), bool(report.get("passed")),
-                   _texts(report, "mistakes"), _texts(report, "feedback"), error)
+                   _texts(report, "mistakes"), _texts(report, "feedback"), error,
+                   report.get("trained") is not False)
 
 
 @dataclass(frozen=True)

@@ -74,3 +74,23 @@ def error_result(error, explained: Finding | None = None) -> dict:
         "feedback": [text],
         "error": {"type": kind, "message": message, "line": line},
     }
+
+
+# Events that are training: a backward() that reported a loss, one that reached .grad, a step.
+TRAINING_EVENTS = frozenset({"B", "A", "S"})
+
+
+def trained(observations) -> bool:
+    """Whether any training happened before the code stopped: a backward() or an optimizer
+    step in any observed scenario. A record of another shape counts as trained (a learner
+    who forged one gains nothing: only code that did not train may be sent again free)."""
+    if not isinstance(observations, dict) or not isinstance(observations.get("scenarios"),
+                                                             list):
+        return True
+    for scenario in observations["scenarios"]:
+        events = scenario.get("events") if isinstance(scenario, dict) else None
+        if not isinstance(events, list):
+            return True
+        if any(not isinstance(e, list) or not e or e[0] in TRAINING_EVENTS for e in events):
+            return True
+    return False

@@ -165,7 +165,7 @@ class ServedCard(SQLModel, table=True):
     learner_id: int = Field(foreign_key="learner.id", ondelete="CASCADE")
     # Everything the engine's `Served` value holds, as JSON: the engine owns its shape.
     served: dict = Field(sa_column=Column(JSON, nullable=False))
-    attempts: int = Field(default=0)  # compare-and-set guard for concurrent clicks
+    attempts: int = Field(default=0)  # attempts + free code retries: the CAS guard
     # Chips picked in select menus and not yet submitted, by blank id.
     draft: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     finished: bool = Field(default=False)

@@ -27,9 +27,15 @@ def advance_statement() -> sa.Update:
     )
 
 
+def moves(served: dict) -> int:
+    """The `attempts` column: every stored move of a served card (its attempts and its free
+    code retries), the version each compare-and-set guards."""
+    return served["attempts"] + served.get("retries", 0)
+
+
 def advance_values(advance) -> dict:
     return {"k_serve": advance.serve_id, "k_attempts": advance.attempts,
-            "served": advance.served, "attempts": advance.served["attempts"],
+            "served": advance.served, "attempts": moves(advance.served),
             "finished": advance.finished, "draft": {}}
 
 
@@ -44,7 +50,7 @@ class ServedQueries(Queries):
         with self.engine.begin() as conn:
             conn.execute(served_t.insert(), {
                 "serve_id": serve_id, "learner_id": learner_id, "served": served,
-                "attempts": served["attempts"], "draft": {}, "finished": False,
+                "attempts": moves(served), "draft": {}, "finished": False,
                 "served_at": at,
             })
 

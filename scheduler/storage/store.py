@@ -44,7 +44,8 @@ class ServedMoved(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Advance:
-    """A served card's next attempt state, written only if it is still at `attempts`."""
+    """A served card's next attempt state, written only if it is still at `attempts` (its
+    moves: attempts and free code retries, `served.moves`)."""
 
     serve_id: str
     attempts: int

@@ -9,6 +9,7 @@ from bot.engine.code_judge import SandboxJudge
 from bot.sandbox.background import BackgroundSandbox
 from tests.helpers.discord import choose, custom_ids, pick_and_submit, verdict_message
 from tests.helpers.hostile import HOSTILE, assert_quoted
+from tests.helpers.train_loop import REFERENCE
 
 NO_SCALING = """\
 for i, (inputs, labels) in enumerate(dataloader):
@@ -66,3 +67,21 @@ async def test_a_hostile_exception_reaches_the_embed_only_as_code(world):
     text = verdict_message(result).embeds[0].description
     assert text.startswith("• line 1: `ValueError: ˋ[click](https://evil.example)ˋ ✅")
     assert_quoted(text)
+
+
+async def test_a_typo_run_by_the_real_sandbox_is_sent_again_then_judged(world, store):
+    _, channel, ann, _ = world
+    card = await train_loop_card(ann, channel)
+    typo = REFERENCE.replace("loss.backward()", "loss.backwrd()")
+    shown = await ann.click(card, label="Write code")
+    retry = verdict_message(await ann.submit_modal(shown, {"code": typo}))
+    embed = retry.embeds[0]
+    assert embed.title == "Not judged: your code stopped before it trained."
+    assert "AttributeError" in embed.description and "backwrd" in embed.description
+    serve_id = custom_ids(card)[0].split(":")[2]
+    assert store.reviews.get(serve_id) is None
+    shown = await ann.click(retry, label="Write code")
+    verdict = verdict_message(await ann.submit_modal(shown, {"code": REFERENCE}))
+    assert verdict.embeds[0].title == "Correct!"
+    log = store.reviews.get(serve_id)
+    assert (log.correct, log.attempts, log.chosen[0]["retries"]) == (True, 1, 1)

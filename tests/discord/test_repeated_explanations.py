@@ -1,0 +1,30 @@
+"""Through the real discord.py client, on the bundled deck: a mistake's registry explanation
+is shown once per served card; after that its title and what the choice does."""
+
+from __future__ import annotations
+
+from content.safe_text import markdown
+from tests.helpers.discord import pick_and_submit
+
+SCALE_LOSS = "gradient-accumulation/scale-loss"
+MISTAKE = "confuses_value_with_method"  # backward in [1] and accumulation_steps in [2]
+
+
+async def test_a_mistake_in_two_blanks_and_two_attempts_is_explained_once(world, library):
+    _, channel, ann, _ = world
+    card = (await ann.slash(channel, "practice", topic="loss-scaling")).response
+    assert card.embeds[0].footer.text.endswith(SCALE_LOSS)
+    mistake = library.mistake(SCALE_LOSS, MISTAKE)
+    full = f"> **{markdown(mistake.title)}.** {markdown(mistake.explanation)}"
+    short = f"> **{markdown(mistake.title)}** (explained earlier on this card)."
+    first = (await pick_and_submit(ann, card, {"divisor": "backward",
+                                               "method": "accumulation_steps"})).response
+    text = first.embeds[1].description
+    assert text.count(full) == 1 and text.count(short) == 1
+    assert text.index(full) < text.index(short)
+    second = (await pick_and_submit(ann, first, {"divisor": "step",
+                                                 "method": "backward"})).response
+    text = second.embeds[1].description
+    assert full not in text and short in text
+    divisor = next(b for b in library.card(SCALE_LOSS).blanks if b.id == "divisor")
+    assert f"**[1] `step`**: {markdown(divisor.wrong['step'].says)}" in text  # still said
