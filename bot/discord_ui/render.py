@@ -29,7 +29,7 @@ from bot.engine.served import Served
 from bot.engine.tutor import MAX_ATTEMPTS, Learner, Progress, Verdict
 from content.loader import AnyCard
 from content.safe_text import clip, code_span, literal, markdown, plain
-from content.schema import ChoiceCard, FillInCard
+from content.schema import ChoiceCard, CodeCard, FillInCard
 
 BLUE, GREEN, RED, GREY = 0x5865F2, 0x57F287, 0xED4245, 0x99AAB5
 
@@ -42,7 +42,8 @@ def card_embed(card: AnyCard, served: Served, finished: bool = False) -> discord
     if served.hint_used:
         embed.add_field(name="Hint", value=clip(markdown(card.hint), 1024), inline=False)
     left = MAX_ATTEMPTS - served.attempts
-    status = "answered" if finished else f"{left} attempt{'s' * (left != 1)} left"
+    status = ("answered" if finished else "one judged run decides it"
+              if isinstance(card, CodeCard) else f"{left} attempt{'s' * (left != 1)} left")
     embed.set_footer(text=f"{status} · {card.id}")
     return embed
 
