@@ -297,6 +297,6 @@ def test_a_crash_between_the_two_inserts_stores_nothing(decks, store, monkeypatc
         with pytest.raises(RuntimeError):
              decks.upload(GUILD, "deck.yaml", deck_yaml(), "ann")
     assert store.decks.all() == [] and store.decks.versions("upload-basics") == []
-    assert store.servers.settings(GUILD).decks is None
+    assert store.decks.played(GUILD) is None
     assert "upload-basics" not in decks.ids(GUILD)
     assert decks.upload(GUILD, "deck.yaml", deck_yaml(), "ann").new

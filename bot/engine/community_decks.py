@@ -24,7 +24,7 @@ from content.importer import import_page
 from content.loader import line_finder, parse_deck
 from content.schema import Deck
 from content.untrusted import UntrustedDeck, decode, parse_untrusted
-from scheduler.storage.decks import DeckTaken, NewVersion
+from scheduler.storage.decks import DeckGone, DeckTaken, NewVersion, NoDeckLeft
 
 Origin = Literal["bundled", "uploaded", "shared"]  # a file deck; this server's; another's
 
@@ -92,12 +92,10 @@ class CommunityDecks:
             previous = parse_deck(store.decks.yaml(deck.id, row.version), deck.id,
                                   giveaways=False)
             _check_revs(previous, deck, row.version, line_finder(text))
-        enabled = self.enabled(guild_id)
-        chosen = enabled + [deck.id] * (deck.id not in enabled)
         try:
             version = store.decks.save_version(NewVersion(
                 deck.id, guild_id, row.version if row else 0, text, deck.title,
-                len(deck.cards), uploaded_by[:100], self.tutor.clock(), chosen))
+                len(deck.cards), uploaded_by[:100], self.tutor.clock(), self._default()))
         except DeckTaken:
             raise DeckRejected(f"Another upload of '{deck.id}' was stored at the same time; "
                                "nothing was stored from this one. Try again.") from None
@@ -120,12 +118,16 @@ class CommunityDecks:
         that is gone (removed, unpublished) is dropped, and when none is left the server
         plays the bundled decks again rather than nothing."""
         self.tutor.decks.refresh()  # on serve: at most every 30 s unless forced
-        chosen = self.tutor.store.servers.settings(guild_id).decks
-        bundled = list(self.tutor.decks.bundled.decks)
+        chosen = self.tutor.store.decks.played(guild_id)
+        bundled = list(self._default())
         if chosen is None:
             return bundled
         visible = self._visible(guild_id)
         return [d for d in visible if d in chosen] or bundled
+
+    def _default(self) -> tuple[str, ...]:
+        """What a server plays until its admins choose: every bundled deck."""
+        return tuple(self.tutor.decks.bundled.decks)
 
     def _visible(self, guild_id: int) -> dict[str, tuple[Deck, Origin]]:
         """Bundled decks, then this server's own, then published ones, by id."""
@@ -160,15 +162,15 @@ class CommunityDecks:
     def set_enabled(self, guild_id: int, deck_id: str, enabled: bool) -> list[str]:
         """Play the deck here or not; the deck ids played afterwards."""
         self.deck(guild_id, deck_id)  # refused unless this server can see it
-        current, visible = self.enabled(guild_id), self._visible(guild_id)
-        chosen = [d for d in visible
-                  if (d in current and d != deck_id) or (d == deck_id and enabled)]
-        if not chosen:
-            raise TutorError("At least one deck has to stay on.")
-        bundled = list(self.tutor.decks.bundled.decks)
-        self.tutor.store.servers.update_settings(
-            guild_id, decks=None if chosen == bundled else chosen)
-        return chosen
+        try:  # one row changed on what is stored now: concurrent changes all count
+            self.tutor.store.decks.choose(guild_id, deck_id, bool(enabled), self._default(),
+                                          set(self._visible(guild_id)))
+        except NoDeckLeft:
+            raise TutorError("At least one deck has to stay on.") from None
+        except DeckGone:
+            raise TutorError(f"'{deck_id}' was just removed or unshared by its "
+                             "server.") from None
+        return self.enabled(guild_id)
 
     def _own(self, guild_id: int, deck_id: str, what: str):
         row = self.tutor.store.decks.get(deck_id)
@@ -177,7 +179,8 @@ class CommunityDecks:
         return row
 
     def publish(self, guild_id: int, deck_id: str, public: bool) -> None:
-        """Only the owning server may publish or unpublish its deck."""
+        """Only the owning server may publish or unpublish its deck; unpublishing ends
+        every other server's choice of it (publishing again does not bring it back)."""
         row = self._own(guild_id, deck_id, "publish")
         if row.removed and public:
             raise TutorError(f"'{deck_id}' was removed; upload it again to publish it.")
@@ -186,7 +189,10 @@ class CommunityDecks:
         self.tutor.decks.refresh(force=True)
 
     def remove(self, guild_id: int, deck_id: str) -> None:
-        """The owner stops serving its deck everywhere; reviews and history are kept."""
+        """The owner stops serving its deck everywhere: it is no longer shared, and no
+        server plays it (a server left with none plays the default decks, as a new server
+        does); an upload of the id later is private and enabled only by the owner.
+        Reviews and history are kept."""
         self._own(guild_id, deck_id, "remove")
         self.tutor.store.decks.update(deck_id, guild_id, self.tutor.clock(),
                                       removed=True)

@@ -186,12 +186,24 @@ class GuildSettings(SQLModel, table=True):
     # A new season restarts the all-time board; the history itself is never deleted.
     season: int = Field(default=1)
     season_started_at: datetime | None = Field(default=None, sa_column=_utc_column(True))
-    # The deck ids this server plays; None: every loaded deck.
-    decks: list | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    # False: the server plays the default decks (every bundled deck), as a new server does;
+    # True: it plays the decks of its GuildDeck rows (its admins chose them).
+    decks_chosen: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
     # The scheduler for learners who did not choose one, and whether wrong answers bring
     # cards on the same mistake forward; None: the product default (scheduler/choice.py).
     scheduler: str | None = Field(default=None, max_length=8)
     remediation: bool | None = None
+
+
+class GuildDeck(SQLModel, table=True):
+    """A deck a server plays, one row each (read only while `decks_chosen`): every change
+    is a row's insert or delete under the server's settings row lock, so concurrent
+    uploads, enables and disables all count."""
+
+    __tablename__ = "guild_deck"
+
+    guild_id: int = Field(sa_type=sa.BigInteger, primary_key=True)
+    deck_id: str = Field(primary_key=True, max_length=40, index=True)
 
 
 class Misconception(SQLModel, table=True):

@@ -28,11 +28,11 @@ async def test_admins_choose_the_decks_a_server_plays(world, simcord_env, store)
     assert [c["value"] for c in choices] == ["mini"]
     off = await admin.slash(channel, "deck disable", deck="gradient-accumulation")
     assert off.response.content == "Decks played here: **Mini deck** (`mini`)."
-    assert store.servers.settings(guild.id).decks == ["mini"]
+    assert store.decks.played(guild.id) == ["mini"]
     mini = await ann.slash(channel, "practice")
     assert mini.response.embeds[0].footer.text.endswith("mini/clear")
     last = await admin.slash(channel, "deck disable", deck="mini")
     assert "At least one deck" in last.response.content
-    assert store.servers.settings(guild.id).decks == ["mini"]
+    assert store.decks.played(guild.id) == ["mini"]
     await admin.slash(channel, "deck enable", deck="gradient-accumulation")
-    assert store.servers.settings(guild.id).decks is None  # every deck again
+    assert store.decks.played(guild.id) is None  # the default decks again
