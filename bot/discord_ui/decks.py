@@ -14,6 +14,7 @@ import discord
 from discord import app_commands
 
 from bot.discord_ui import render
+from bot.discord_ui.admin import admin_group, in_server, may_change
 from bot.discord_ui.handlers import CardHandlers
 from bot.discord_ui.replies import reply
 from bot.engine.community_decks import CommunityDecks, DeckRejected, DeckSummary, Draft, Uploaded
@@ -34,9 +35,7 @@ REFUSED = object()  # the engine said no, and the admin was told why
 def commands(handlers: CardHandlers) -> list[app_commands.Group]:
     decks = CommunityDecks(handlers.tutor)
 
-    group = app_commands.Group(
-        name="deck", description="This server's decks: upload, share, choose (admins).",
-        guild_only=True, default_permissions=discord.Permissions(manage_guild=True))
+    group = admin_group("deck", "This server's decks: upload, share, choose (admins).")
 
     async def engine(interaction: discord.Interaction, call, *args):
         """The engine's answer, or REFUSED after telling the admin why."""
@@ -50,6 +49,8 @@ def commands(handlers: CardHandlers) -> list[app_commands.Group]:
                    description="Upload a deck (.yaml), or a practice page (.txt) for a draft.")
     @app_commands.describe(file="A deck YAML file (at most 256 KiB), or a practice page")
     async def upload(interaction: discord.Interaction, file: discord.Attachment) -> None:
+        if not await may_change(interaction):
+            return
         if file.size > MAX_UPLOAD:  # from Discord's metadata: never downloaded
             await reply(interaction, f"**{literal(file.filename)}** is "
                                      f"{file.size / 1024:.0f} KiB; a deck file can be at most "
@@ -75,12 +76,16 @@ def commands(handlers: CardHandlers) -> list[app_commands.Group]:
 
     @group.command(name="list", description="The decks this server plays and can enable.")
     async def list_(interaction: discord.Interaction) -> None:
+        if not await in_server(interaction):
+            return
         summaries = await handlers.db(decks.summaries, interaction.guild_id)
         await reply(interaction, None, embed=list_embed(summaries))
 
     @group.command(name="show", description="A deck's cards, with a preview of one.")
     @app_commands.describe(deck="A deck id")
     async def show(interaction: discord.Interaction, deck: str) -> None:
+        if not await in_server(interaction):
+            return
         found = await engine(interaction, decks.deck, deck)
         if found is not REFUSED:
             await reply(interaction, None, embeds=show_embeds(found))
@@ -96,6 +101,8 @@ def commands(handlers: CardHandlers) -> list[app_commands.Group]:
         await switch(interaction, deck, False)
 
     async def switch(interaction: discord.Interaction, deck: str, enabled: bool) -> None:
+        if not await may_change(interaction):
+            return
         played = await engine(interaction, decks.set_enabled, deck, enabled)
         if played is REFUSED:
             return
@@ -107,6 +114,8 @@ def commands(handlers: CardHandlers) -> list[app_commands.Group]:
     @group.command(name="publish", description="Let any server enable this server's deck.")
     @app_commands.describe(deck="A deck this server uploaded", public="Shared or not")
     async def publish(interaction: discord.Interaction, deck: str, public: bool) -> None:
+        if not await may_change(interaction):
+            return
         if await engine(interaction, decks.publish, deck, public) is REFUSED:
             return
         await reply(interaction, f"`{deck}` is now public: any server can play it with "
@@ -116,6 +125,8 @@ def commands(handlers: CardHandlers) -> list[app_commands.Group]:
     @group.command(name="remove", description="Stop serving this server's deck anywhere.")
     @app_commands.describe(deck="A deck this server uploaded")
     async def remove(interaction: discord.Interaction, deck: str) -> None:
+        if not await may_change(interaction):
+            return
         if await engine(interaction, decks.remove, deck) is REFUSED:
             return
         await reply(interaction, f"Removed `{deck}`: it is no longer served, here or on any "
@@ -127,6 +138,8 @@ def commands(handlers: CardHandlers) -> list[app_commands.Group]:
     @app_commands.choices(format=[app_commands.Choice(name="YAML", value="yaml"),
                                   app_commands.Choice(name="Anki (.apkg)", value="apkg")])
     async def export(interaction: discord.Interaction, deck: str, format: str) -> None:
+        if not await in_server(interaction):
+            return
         await interaction.response.defer(ephemeral=True, thinking=True)  # apkg takes a moment
         exported = await engine(interaction, decks.export, deck, format)
         if exported is not REFUSED:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import discord
 from discord import app_commands
 
+from bot.discord_ui.admin import admin_group, may_change
 from bot.discord_ui.handlers import CardHandlers
 from bot.discord_ui.options import scheduler_choices, timezone_names
 from bot.discord_ui.replies import reply
@@ -18,13 +19,13 @@ DEFAULT = "default"
 def commands(handlers: CardHandlers) -> list[app_commands.Group]:
     servers = Servers(handlers.tutor)
 
-    server = app_commands.Group(
-        name="server-settings", description="Settings for this server (admins).",
-        guild_only=True, default_permissions=discord.Permissions(manage_guild=True))
+    server = admin_group("server-settings", "Settings for this server (admins).")
 
     @server.command(name="public-play",
                     description="Allow learners to show cards to the channel.")
     async def public_play(interaction: discord.Interaction, enabled: bool) -> None:
+        if not await may_change(interaction):
+            return
         await handlers.db(servers.set_public_play, interaction.guild_id, enabled)
         await reply(interaction, "Public play is now " + ("**allowed**." if enabled else
                                                           "**off**: cards stay private."))
@@ -34,6 +35,8 @@ def commands(handlers: CardHandlers) -> list[app_commands.Group]:
     @app_commands.describe(channel="Leave empty to stop posting reminders in this server")
     async def reminder_channel(interaction: discord.Interaction,
                                channel: discord.TextChannel | None = None) -> None:
+        if not await may_change(interaction):
+            return
         await handlers.db(servers.set_reminder_channel, interaction.guild_id,
                           channel.id if channel else None)
         await reply(interaction, f"Reminders for learners with closed DMs go to "
@@ -48,6 +51,8 @@ def commands(handlers: CardHandlers) -> list[app_commands.Group]:
     @app_commands.choices(scheduler=scheduler_choices("The default", DEFAULT))
     async def learning(interaction: discord.Interaction, scheduler: str | None = None,
                        remediation: bool | None = None) -> None:
+        if not await may_change(interaction):
+            return
         guild_id = interaction.guild_id
         try:
             if scheduler is not None:
@@ -67,6 +72,8 @@ def commands(handlers: CardHandlers) -> list[app_commands.Group]:
     @server.command(name="new-season",
                     description="Start a new leaderboard season (history is kept).")
     async def new_season(interaction: discord.Interaction) -> None:
+        if not await may_change(interaction):
+            return
         season = await handlers.db(servers.new_season, interaction.guild_id)
         await reply(interaction, f"Season {season} starts now: the season board "
                                  "is empty again; everyone's history and progress are kept.",
@@ -79,6 +86,8 @@ def commands(handlers: CardHandlers) -> list[app_commands.Group]:
                                        for i, day in enumerate(WEEKDAYS)])
     async def board_settings(interaction: discord.Interaction, timezone: str | None = None,
                              week_starts: int | None = None) -> None:
+        if not await may_change(interaction):
+            return
         try:
             settings = await handlers.db(servers.set_board, interaction.guild_id, timezone,
                                          week_starts)
