@@ -9,12 +9,13 @@ may not take away what a learner may already have chosen, nor change what is rig
 from __future__ import annotations
 
 from content.loader import AnyCard
-from content.schema import ChoiceCard, FillInCard
+from content.schema import ChoiceCard, CodeCard, FillInCard
 
 
 def accepts_changed(old: AnyCard, new: AnyCard) -> str | None:
     """Why `new` accepts other answers than `old` (None when it does not): a typo fix may
-    add a choice, or reword any text, but not remove a choice, a blank, or move the key."""
+    add a choice, or reword any text, but not remove a choice or a blank, move the key, or
+    judge code by another checker."""
     if type(old) is not type(new):
         return f"it is now a {new.type} card, not a {old.type} card"
     if isinstance(old, ChoiceCard):
@@ -34,4 +35,6 @@ def accepts_changed(old: AnyCard, new: AnyCard) -> str | None:
         moved = [b.id for b in old.blanks if answers[b.id] != b.answer]
         if moved:
             return f"the answer of blank(s) {', '.join(moved)} changed"
+    elif isinstance(old, CodeCard) and old.checker != new.checker:
+        return f"its checker is now '{new.checker}', not '{old.checker}'"
     return None
