@@ -83,6 +83,11 @@ DTYPE = "          dtype: {mistake: wrong_attribute, says: dtype is the element 
     ([("      - {id: same, text: The very same x object, mistake: in_place, says: x is left "
        "as it was.}\n", "")], "option(s) same were removed"),
     ([("      - {id: dtype, text: dtype}\n", ""), (DTYPE, "")], "chip(s) dtype were removed"),
+    ([("{id: copy, text: A new tensor on the GPU, correct: true}",
+       "{id: copy, text: A new tensor on the GPU, mistake: in_place, says: A copy.}"),
+      ("{id: none, text: Nothing at all, mistake: in_place, says: It returns a tensor.}",
+       "{id: none, text: Nothing at all, correct: true}")],
+     "the correct option is no longer 'copy'"),
     ([("It returns a tensor.", "It gives back a tensor.")], None),  # a reworded choice
 ])
 def test_what_a_version_may_not_change_without_content_rev(edits, why):
