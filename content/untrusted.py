@@ -6,10 +6,12 @@ pass over its events (bounded node count after alias expansion, so an alias bomb
 refused without ever being expanded, and bounded nesting, so PyYAML's recursive composer
 never runs deep), the card count, the give-away pragma (uploads are always checked), and
 only then the loader's schema and lint (`parse_deck`, give-away checks forced on), the
-checker names and rev bounds. Problems are "line N: message".
+checker names and the mistakes each can report, the rev bounds, and the importer's
+placeholders. Problems are "line N: message".
 
 A file on disk from someone else is as untrusted: `read_text` bounds the read itself and
-`load_file` runs the same checks before the loader parses it (`tutor deck validate`).
+`load_file` runs the same checks around the loader (`tutor deck validate`), but for the
+give-away pragma, which a draft on disk may carry.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import yaml
 from content import checkers
 from content.giveaways import ALLOW_PRAGMA, allows_giveaways
 from content.loader import DeckError, DeckProblem, line_finder, parse_deck
+from content.placeholders import placeholder_problems
 from content.schema import CodeCard, Deck
 
 MAX_BYTES = 256 * 1024
@@ -126,10 +129,10 @@ def screen(text: str) -> None:
     _count_cards(text)
 
 
-def load_file(path: Path | str) -> Deck:
-    """A deck file from anyone, on disk: the upload's checks before the loader parses it;
-    every problem a DeckProblem (file:line: message). The give-away pragma is honoured,
-    as for any draft on disk."""
+def load_file(path: Path | str, extra_checks=None) -> Deck:
+    """A deck file from anyone, on disk: the upload's checks around the loader; every
+    problem a DeckProblem (file:line: message). The give-away pragma is honoured, as for
+    any draft on disk. `extra_checks` as for `parse_untrusted`."""
     try:
         text = read_text(path)
         screen(text)
@@ -137,7 +140,13 @@ def load_file(path: Path | str) -> Deck:
         raise DeckError([DeckProblem(str(path), 1, f"cannot read: {exc}")]) from None
     except Refused as exc:
         raise DeckError([DeckProblem(str(path), exc.line, exc.message)]) from None
-    return parse_deck(text, str(path))
+    deck = parse_deck(text, str(path))
+    line = line_finder(text)
+    found = _after_parse(deck) + list(extra_checks(deck) if extra_checks else [])
+    if found:
+        raise DeckError([DeckProblem(str(path), line(where), message)
+                         for where, message in found])
+    return deck
 
 
 def _count_cards(text: str) -> None:
@@ -165,9 +174,33 @@ def _after_parse(deck: Deck) -> list[tuple[tuple, str]]:
         for key in ("rev", "content_rev"):
             if (getattr(card, key) or 0) > MAX_REV:
                 problems.append((("cards", i, key), f"{key} is at most {MAX_REV:,}"))
-        if isinstance(card, CodeCard) and card.checker not in checkers.NAMES:
-            problems.append((("cards", i, "checker"), f"checker '{card.checker}' does not "
-                             f"ship with the bot (known: {', '.join(checkers.NAMES)})"))
+        if isinstance(card, CodeCard):
+            problems += _checker_problems(deck, card, ("cards", i))
+    return problems + placeholder_problems(deck)
+
+
+def _checker_problems(deck: Deck, card: CodeCard, base: tuple) -> list[tuple[tuple, str]]:
+    """A code card's checker ships with the bot, and the deck can explain every mistake it
+    reports: an id the deck lacks would leave a wrong submission with no explanation."""
+    if card.checker not in checkers.NAMES:
+        return [((*base, "checker"), f"checker '{card.checker}' does not ship with the bot "
+                                     f"(known: {', '.join(checkers.NAMES)})")]
+    reported = checkers.mistakes(card.checker)
+    registered = {m.id for m in deck.mistakes}
+    problems = []
+    if missing := [m for m in reported if m not in registered]:
+        problems.append(((*base, "checker"), (
+            f"checker '{card.checker}' can report {len(missing)} mistake(s) this deck does "
+            f"not register: {', '.join(missing)}; add each to the deck's mistakes (with a "
+            "title and explanation) and to this card's mistakes")))
+    if unlisted := [m for m in reported if m in registered and m not in card.mistakes]:
+        problems.append(((*base, "mistakes"), (
+            f"the card's mistakes leave out {', '.join(unlisted)}, which checker "
+            f"'{card.checker}' can report: list every one")))
+    if never := [m for m in card.mistakes if m not in reported]:
+        problems.append(((*base, "mistakes"), (
+            f"checker '{card.checker}' never reports {', '.join(never)}: list only the "
+            "mistakes it can report")))
     return problems
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from content import checkers
 from content.loader import DECKS_DIR, load_deck
 from content.schema import BLANK_RE, ChoiceCard, CodeCard, FillInCard
 
@@ -37,14 +38,8 @@ GIVEN_NAMES = [
     "model", "optimizer", "criterion", "dataloader", "accumulation_steps",
     "batch_size", "learning_rate", "num_epochs", "device",
 ]
-# Mistake ids the train_loop checker reports (content/checkers/train_loop.py MISTAKES).
-CHECKER_MISTAKES = {
-    "no_loss_scaling", "mismatched_scaling", "step_every_batch", "off_by_one_modulo",
-    "wrong_update_frequency", "zero_grad_every_batch", "missing_zero_grad",
-    "missing_backward", "step_before_backward", "lr_scaled_instead_of_loss",
-    "clip_every_micro_batch", "scheduler_every_micro_batch", "leftover_gradients",
-    "clip_in_grad_hook",
-}
+# Mistake ids the train_loop checker reports: its judge's own list, the one source.
+CHECKER_MISTAKES = set(checkers.mistakes("train_loop"))
 
 
 @pytest.fixture(scope="module")

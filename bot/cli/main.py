@@ -46,14 +46,16 @@ def cmd_run(args) -> int:
 
 
 def cmd_deck_validate(args) -> int:
-    """Every file through the upload's checks: a file from someone else is untrusted."""
+    """Every file through the upload's checks (Discord's limits too): a file from someone
+    else is untrusted. Only the give-away pragma is honoured, as a draft may carry it."""
+    from bot.engine.deck_limits import check_limits
     from content.loader import DeckError, deck_files
     from content.untrusted import load_file
 
     problems, files = [], deck_files(args.paths)
     for file in files:
         try:
-            load_file(file)
+            load_file(file, check_limits)
         except DeckError as exc:
             problems += exc.problems
     for problem in problems:

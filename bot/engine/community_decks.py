@@ -24,6 +24,7 @@ from content.importer import import_page
 from content.loader import line_finder, parse_deck
 from content.schema import Deck
 from content.untrusted import UntrustedDeck, decode, parse_untrusted
+from content.versions import accepts_changed
 from scheduler.storage.decks import DeckGone, DeckTaken, NewVersion, NoDeckLeft
 
 Origin = Literal["bundled", "uploaded", "shared"]  # a file deck; this server's; another's
@@ -242,6 +243,11 @@ def _check_revs(old: Deck, new: Deck, version: int, line) -> None:
             problems.append(f"line {line(('cards', i, 'rev'))}: '{card.id}' changed since "
                             f"version {version} but its rev is still {card.rev}: bump rev "
                             "(and content_rev when what it asks or accepts changed)")
+        elif card.meaning_rev == was.meaning_rev and (why := accepts_changed(was, card)):
+            problems.append(f"line {line(('cards', i, 'content_rev'))}: '{card.id}' accepts "
+                            f"other answers than in version {version} ({why}) but its "
+                            f"content_rev is still {card.meaning_rev}: set content_rev to its "
+                            "new rev, so learners who have it in play get it anew")
     if problems:
         raise DeckRejected("The new version has problems; nothing was stored.", problems)
 

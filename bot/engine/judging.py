@@ -70,11 +70,13 @@ def correct_answer(card: AnyCard) -> str:
 
 
 def mistakes_of(card: AnyCard, chosen) -> list[str]:
-    """The mistake ids one attempt showed."""
+    """The mistake ids one attempt showed. A choice the card no longer has (a version that
+    dropped it while the card was in play) shows none: the card cannot say what it was."""
     if isinstance(card, CodeCard):
         return list(chosen["mistakes"])
     if isinstance(card, ChoiceCard):
-        option = next(o for o in card.options if o.id == chosen)
-        return [] if option.correct else [option.mistake]
+        option = next((o for o in card.options if o.id == chosen), None)
+        return [] if option is None or option.correct else [option.mistake]
     blanks = {b.id: b for b in card.blanks}
-    return [blanks[b].wrong[c].mistake for b, c in chosen.items() if c != blanks[b].answer]
+    return [blanks[b].wrong[c].mistake for b, c in chosen.items()
+            if b in blanks and c in blanks[b].wrong]

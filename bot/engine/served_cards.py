@@ -114,11 +114,15 @@ class ServedCards:
         """Answer a fill-in card with the chips picked so far."""
         playing = self.at(serve_id, attempt, learner)
         card = _fill_in(playing.card)
-        missing = [i for i, b in enumerate(card.blanks, 1) if b.id not in playing.draft]
+        # Only picks the card still has: a version may have dropped a blank or a chip since.
+        chips = {chip.id for chip in card.chips}
+        picks = {b.id: playing.draft[b.id] for b in card.blanks
+                 if playing.draft.get(b.id) in chips}
+        missing = [i for i, b in enumerate(card.blanks, 1) if b.id not in picks]
         if missing:
             raise InvalidAnswer("Pick an option for blank "
                                 + ", ".join(f"[{i}]" for i in missing) + " first.")
-        return self.judge(playing, dict(playing.draft))
+        return self.judge(playing, picks)
 
     def pick(self, serve_id: str, learner: Learner, blank_id: str, chip_id: str) -> None:
         """Remember one select-menu pick; only a blank and a chip the card has."""

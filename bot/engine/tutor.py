@@ -264,15 +264,15 @@ class Tutor:
             if stored and not self.store.served.advance(_advance(served, retried, False)):
                 raise AlreadyCounted("That code was already counted.")
             return Verdict(retried, False, False, (), report=report, retry=True)
-        findings = []
-        for mistake_id in report.mistakes:
-            mistake = self.library.mistake(card.id, mistake_id)
-            findings.append(Finding("your code", "", mistake.id, mistake.title,
-                                    mistake.explanation))
+        # An id the deck does not register (one stored before uploads had to register every
+        # id its checker reports) is told by the checker's own feedback alone, and not kept.
+        registered = {m.id: m for m in self.library.deck_of(card.id).mistakes}
+        explained = [registered[m] for m in report.mistakes if m in registered]
+        findings = [Finding("your code", "", m.id, m.title, m.explanation) for m in explained]
         # The free retries before it are logged with it; they lower no grade: a typo is
         # not a gap in the concept, and the latency policy already counts the time taken.
         attempt = served.next_attempt({"status": report.status,
-                                       "mistakes": list(report.mistakes),
+                                       "mistakes": [m.id for m in explained],
                                        "retries": served.retries})
         verdict = self._finish(attempt, card, report.passed, tuple(findings), CODE_POLICY,
                                advance=_advance(served, attempt, True) if stored else None)

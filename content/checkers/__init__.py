@@ -25,5 +25,12 @@ def load(name: str) -> ModuleType:
     return import_module(f"{__name__}.{name}")
 
 
+def mistakes(name: str) -> tuple[str, ...]:
+    """Every mistake id the checker `name` can report: its judge's MISTAKES, the one list
+    (its verdict reports no other id). A deck whose code card names the checker registers
+    each of them (content/untrusted.py), so any verdict can be explained."""
+    return load(name).MISTAKES
+
+
 def observers() -> list[str]:
     return sorted(set(OBSERVERS.values()))
