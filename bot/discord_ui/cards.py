@@ -10,13 +10,19 @@ from bot.discord_ui.handlers import CardHandlers
 from bot.discord_ui.options import learner_command
 from bot.discord_ui.replies import reply
 from bot.engine.servers import Servers
+from content.safe_text import clip, code_span
 
 PRIVATE_ONLY = ("This server keeps cards private. An admin can allow public play with "
                 "**/server-settings public-play**.")
 
 
 def commands(handlers: CardHandlers) -> list[app_commands.Command]:
-    tutor, servers = handlers.tutor, Servers(handlers.tutor)
+    servers = Servers(handlers.tutor)
+
+    async def topics_here(interaction: discord.Interaction) -> list[str]:
+        """The topics of the decks this learner plays here (in a DM: their last server's)."""
+        learner = await handlers.learner(interaction.user)
+        return await handlers.db(handlers.play.plays.topics, learner.id, interaction.guild_id)
 
     async def play(interaction: discord.Interaction, mode: str, topic: str | None,
                    public: bool) -> None:
@@ -41,15 +47,15 @@ def commands(handlers: CardHandlers) -> list[app_commands.Command]:
     @app_commands.describe(topic="What to practise", public="Show the card to the channel.")
     async def practice(interaction: discord.Interaction, topic: str | None = None,
                        public: bool = False) -> None:
-        topics = {t for card in tutor.servable() for t in card.topics}
-        if topic is not None and topic not in topics:
-            await reply(interaction, f"No topic '{topic}'. Topics: {', '.join(sorted(topics))}.")
+        if topic is not None and topic not in (topics := await topics_here(interaction)):
+            await reply(interaction, clip(f"No topic {code_span(topic)} in the decks you play "
+                                          f"here. Topics: {', '.join(topics)}.", 2000))
             return
         await play(interaction, "practice", topic, public)
 
     @practice.autocomplete("topic")
     async def practice_topics(interaction, current: str) -> list[app_commands.Choice[str]]:
-        topics = sorted({t for card in tutor.servable() for t in card.topics})
+        topics = await topics_here(interaction)
         return [app_commands.Choice(name=t, value=t) for t in topics
                 if current.lower() in t][:25]
 

@@ -150,10 +150,12 @@ class Community:
                     return mistake.title
         return mistake_id
 
-    async def stats_extras(self, learner, today) -> tuple[list[discord.File], list[str],
-                                                            discord.ui.View | None]:
-        """The /stats picture (rendered off the event loop) and your most-missed cards."""
-        activity = await self.handlers.db(self.boards.activity, learner, days=182, top=3)
+    async def stats_extras(self, learner, today, guild_id: int | None = None,
+                           ) -> tuple[list[discord.File], list[str], discord.ui.View | None]:
+        """The /stats picture (rendered off the event loop) and your most-missed cards in
+        the decks you play here."""
+        activity = await self.handlers.db(self.boards.activity, learner, days=182, top=3,
+                                          guild_id=guild_id)
         png = await asyncio.to_thread(
             charts.stats_png, learner.display_name or "Your", activity.daily, today,
             activity.retention, current_streak(learner, today), learner.longest_streak)

@@ -78,7 +78,7 @@ class CardHandlers:
             await interaction.response.send_message(embed=embed, view=view, ephemeral=ephemeral)
 
     async def _nothing(self, interaction, learner: Learner, mode: str, edit: bool) -> None:
-        progress = await self.db(self.tutor.progress, learner, guild_id=interaction.guild_id)
+        progress = await self.db(self.play.plays.progress, learner, interaction.guild_id)
         text = NOTHING[mode]
         if progress.next_due:
             text += f"\nNext review: **{when(progress.next_due, progress.today)}**."

@@ -56,11 +56,13 @@ def commands(handlers: CardHandlers, community: Community) -> list[app_commands.
     @learner_command(name="stats", description="Your progress.")
     async def stats(interaction: discord.Interaction) -> None:
         learner = await handlers.learner(interaction.user)
-        reviewed, first_try, seen = await handlers.db(handlers.learners.totals, learner)
-        progress = await handlers.db(tutor.progress, learner, guild_id=interaction.guild_id)
+        reviewed, first_try = await handlers.db(handlers.learners.totals, learner)
+        # Due, next review and cards seen: over the decks this learner plays here.
+        progress = await handlers.db(handlers.play.plays.progress, learner,
+                                     interaction.guild_id)
         embed = render.progress_embed(
             interaction.user.display_name, progress, reviewed,
-            first_try / reviewed if reviewed else None, len(tutor.servable()), seen)
+            first_try / reviewed if reviewed else None)
         streak = schedule.current_streak(learner, progress.today)
         embed.add_field(name="Streak", value=f"{streak} day(s)"
                         f" (longest {learner.longest_streak})")
@@ -70,7 +72,8 @@ def commands(handlers: CardHandlers, community: Community) -> list[app_commands.
             embed.add_field(name="Misconceptions", inline=False,
                             value=render.field_text(render.misconception_lines(mistakes)))
         await interaction.response.defer(ephemeral=True, thinking=True)  # a picture to draw
-        files, missed, view = await community.stats_extras(learner, progress.today)
+        files, missed, view = await community.stats_extras(learner, progress.today,
+                                                           interaction.guild_id)
         if missed:
             embed.add_field(name="Your most frequent mistakes", value="\n".join(missed),
                             inline=False)

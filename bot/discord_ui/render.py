@@ -128,12 +128,12 @@ def next_view(mode: str, topic: str | None) -> discord.ui.View:
     return view
 
 
-def progress_embed(name: str, p: Progress, reviewed: int, accuracy: float | None,
-                   cards_total: int, cards_seen: int) -> discord.Embed:
+def progress_embed(name: str, p: Progress, reviewed: int,
+                   accuracy: float | None) -> discord.Embed:
     embed = discord.Embed(title=f"{literal(name)}'s progress", colour=BLUE)
     embed.add_field(name="Due now", value=str(p.due_now))
     embed.add_field(name="New left today", value=str(p.new_left_today))
-    embed.add_field(name="Cards seen", value=f"{cards_seen} / {cards_total}")
+    embed.add_field(name="Cards seen", value=f"{p.seen} / {p.cards}")
     embed.add_field(name="Reviews", value=str(reviewed))
     embed.add_field(name="First-try accuracy",
                     value="–" if accuracy is None else f"{accuracy:.0%}")

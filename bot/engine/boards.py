@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
+from bot.engine.plays import Plays
 from bot.engine.tutor import Tutor, TutorError
 from scheduler import leaderboard as lb
 from scheduler.storage.models import GuildSettings, Learner
@@ -28,6 +29,7 @@ class Boards:
     def __init__(self, tutor: Tutor):
         self.tutor = tutor
         self.store = tutor.store
+        self.plays = Plays(tutor)
 
     def board(self, guild_id: int, period: str, page: int, caller: Learner,
               per_page: int) -> tuple[GuildSettings, lb.Board]:
@@ -41,15 +43,21 @@ class Boards:
                                                      caller_id=caller.id)
 
     def server_insights(self, guild_id: int, days: int) -> lb.Insights:
+        """What the server's learners got wrong in the decks it plays now."""
         since = self.tutor.clock() - timedelta(days=days)
-        return self.store.boards.insights(since, guild_id=guild_id)
+        return self.store.boards.insights(since, guild_id=guild_id,
+                                          decks=self.plays.server_decks(guild_id))
 
-    def activity(self, learner: Learner, days: int, top: int) -> Activity:
-        """A learner's reviews per day, retention per week and most-missed, over `days`."""
+    def activity(self, learner: Learner, days: int, top: int,
+                 guild_id: int | None = None) -> Activity:
+        """A learner's reviews per day and retention per week over `days`, and what they
+        missed most in the decks they play here (cards they can be offered again)."""
         since = self.tutor.clock() - timedelta(days=days)
         return Activity(self.store.reviews.per_day(learner.id, since),
                         self.store.reviews.retention_by_week(learner.id, since),
-                        self.store.boards.insights(since, learner_id=learner.id, top=top))
+                        self.store.boards.insights(since, learner_id=learner.id, top=top,
+                                                   decks=self.plays.decks(learner.id,
+                                                                          guild_id)))
 
 
 # The board's values as the front ends read them (scheduler/leaderboard.py makes them).

@@ -69,3 +69,5 @@ class Progress:
     drills_left: int
     next_due: date | None
     choice: Choice  # the scheduler (whose due days these are) and remediation in force
+    cards: int  # the cards these counts are over (the decks played here, servable)
+    seen: int  # of them, the ones the learner was served before

@@ -16,11 +16,12 @@ import hashlib
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
 from typing import Protocol
 
+from bot.engine.plays import Plays
 from bot.engine.tutor import Tutor
 from scheduler.choice import resolve
 from scheduler.reminders import BACKOFF_AFTER, Claimed, next_reminder, reminder_hour
@@ -112,15 +113,22 @@ class ReminderSweep:
     """Claims every due reminder and deals with each: sent, sent to a channel, put off."""
 
     def __init__(self, store, sender: Sender, *, clock: Callable[[], datetime],
-                 limiter: RateLimiter | None = None, batch: int = 1000):
+                 limiter: RateLimiter | None = None, batch: int = 1000,
+                 servable: Callable[[int], Collection[str]] | None = None):
+        """`servable`: a learner's id to the cards they can be served outside a server,
+        the only ones a reminder counts (None, in store-only benches: every card state)."""
         self.store, self.sender, self.clock = store, sender, clock
         self.limiter = limiter or RateLimiter(20.0)
         self.batch = batch
+        self.servable = servable
 
     @classmethod
     def for_tutor(cls, tutor: Tutor, sender: Sender) -> ReminderSweep:
-        """A sweep over the tutor's store, on its clock."""
-        return cls(tutor.store, sender, clock=tutor.clock)
+        """A sweep over the tutor's store, on its clock, counting only the cards the
+        learner's Review now serves: those of the decks of the server they used last."""
+        plays = Plays(tutor)
+        return cls(tutor.store, sender, clock=tutor.clock,
+                   servable=lambda learner_id: plays.card_ids(learner_id, None))
 
     async def run(self) -> SweepReport:
         """Claim every due reminder and deal with each; one failure never stops the rest."""
@@ -155,7 +163,8 @@ class ReminderSweep:
                 return
         today = study_day(now, learner.timezone, learner.rollover_hour)
         choice = resolve(learner.scheduler, *self.store.servers.choice(learner.id, None))
-        due = self.store.reminders.due_count(learner.id, today, choice.scheduler)
+        cards = None if self.servable is None else self.servable(learner.id)
+        due = self.store.reminders.due_count(learner.id, today, choice.scheduler, cards)
         if due < learner.reminder_min_due:
             report.nothing_due += 1
             self.store.reminders.advance(learner.id, token, next_reminder(learner, now),

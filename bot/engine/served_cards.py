@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from bot.engine.community_decks import CommunityDecks
+from bot.engine.plays import Plays
 from bot.engine.served import Served
 from bot.engine.tutor import (
     AlreadyCounted,
@@ -59,13 +59,13 @@ class ServedCards:
     def __init__(self, tutor: Tutor):
         self.tutor = tutor
         self.store = tutor.store
+        self.plays = Plays(tutor)
 
     def serve(self, learner: Learner, *, mode: str = "auto", topic: str | None = None,
               guild_id: int | None = None, card_id: str | None = None) -> CardInPlay | None:
-        """The next card for this learner, stored; None when nothing is left."""
-        decks = CommunityDecks(self.tutor).enabled(guild_id) if guild_id else None
-        served = self.tutor.next_card(learner, mode=mode, topic=topic, guild_id=guild_id,
-                                      only=card_id, decks=decks)
+        """The next card for this learner from the decks they play here (in a DM: those
+        of the server they used last), stored; None when nothing is left."""
+        served = self.plays.next_card(learner, guild_id, mode=mode, topic=topic, only=card_id)
         if served is None:
             return None
         self.store.served.save(served.serve_id, learner.id, served.to_json(), served.served_at)

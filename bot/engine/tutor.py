@@ -355,14 +355,20 @@ class Tutor:
 
     def progress(self, learner: Learner, deck_id: str | None = None,
                  guild_id: int | None = None, scheduler: str | None = None,
-                 remediation: bool | None = None) -> Progress:
+                 remediation: bool | None = None,
+                 decks: Collection[str] | None = None) -> Progress:
+        """The learner's standing on the cards `next_card` would serve them from the same
+        arguments (`decks`: the decks they play here, `bot.engine.plays`)."""
+        self.decks.refresh()
         today = self.today(learner)
         choice = self.choice(learner, guild_id, scheduler, remediation)
         due_of, _ = DUE_KEYS[choice.scheduler]
-        cards = {card.id for card in self.servable(deck_id)}
+        cards = {card.id for card in self.servable(deck_id, decks=decks)}
         states = [s for s in self.store.reviews.states(learner.id) if s.card_id in cards]
         unseen = len(cards) - len(states)
         return Progress(
+            cards=len(cards),
+            seen=len(states),
             today=today,
             due_now=sum(due_of(s) <= today for s in states),
             new_left_today=min(unseen, self._new_left(learner, today)),

@@ -4,6 +4,7 @@ has the rules they apply)."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection
 from datetime import datetime
 
 import sqlalchemy as sa
@@ -73,11 +74,14 @@ class BoardQueries(Queries):
         return Board(standings, len(rows), page, pages, caller)
 
     def insights(self, since: datetime, *, guild_id: int | None = None,
-                 learner_id: int | None = None, top: int = 5) -> Insights:
-        """Which cards and mistakes go wrong most, for a server or one learner."""
+                 learner_id: int | None = None, top: int = 5,
+                 decks: Collection[str] | None = None) -> Insights:
+        """Which cards and mistakes go wrong most, for a server or one learner; only in
+        `decks` when given (the decks played there)."""
         c = log_t.c
         first_try = first_try_sql()
         scope = [c.reviewed_at >= since, c.kind.in_(GRADED_KINDS)]
+        scope += [c.deck_id.in_(sorted(decks))] if decks is not None else []
         scope += [c.guild_id == guild_id] if guild_id is not None else []
         scope += [c.learner_id == learner_id] if learner_id is not None else []
         cards = (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Collection
 from datetime import date, datetime
 
 import sqlalchemy as sa
@@ -71,10 +72,14 @@ class ReminderQueries(Queries):
         return bool(result.rowcount)
 
     def due_count(self, learner_id: int, today: date,
-                  scheduler: SchedulerName = DEFAULT_SCHEDULER) -> int:
-        """Cards due by ``today`` under ``scheduler``."""
+                  scheduler: SchedulerName = DEFAULT_SCHEDULER,
+                  cards: Collection[str] | None = None) -> int:
+        """Cards due by ``today`` under ``scheduler``; only ``cards`` when given (the
+        ones the learner can be served)."""
         query = sa.select(sa.func.count()).where(
             state_t.c.learner_id == learner_id, due_day_sql(scheduler) <= today)
+        if cards is not None:
+            query = query.where(state_t.c.card_id.in_(sorted(cards)))
         with self.engine.connect() as conn:
             return conn.execute(query).scalar_one()
 

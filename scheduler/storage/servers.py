@@ -52,6 +52,14 @@ class ServerQueries(Queries):
             ), row)
         return GuildSettings(**row)
 
+    def last_guild(self, learner_id: int) -> int | None:
+        """The server this learner used most recently (None: never used one); the same
+        order as `choice` reads outside a server."""
+        query = (sa.select(member_t.c.guild_id).where(member_t.c.learner_id == learner_id)
+                 .order_by(member_t.c.last_seen_at.desc(), member_t.c.guild_id).limit(1))
+        with self.engine.connect() as conn:
+            return conn.execute(query).scalar()
+
     def choice(self, learner_id: int, guild_id: int | None) -> tuple[str | None, bool | None]:
         """(scheduler, remediation) chosen by the server: ``guild_id``'s, or outside a
         server (DMs, reminders) the one the learner used most recently."""

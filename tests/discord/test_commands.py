@@ -143,7 +143,7 @@ async def test_practice_autocompletes_topics_and_rejects_unknown_ones(world):
     choices = await ann.autocomplete(channel, "practice", "topic", "loss")
     assert [c["value"] for c in choices] == ["loss-scaling", "token-losses"]
     result = await ann.slash(channel, "practice", topic="astrology")
-    assert "No topic 'astrology'" in result.response.content
+    assert "No topic `astrology` in the decks you play here" in result.response.content
 
 
 async def test_a_rate_limited_dm_is_retried_not_lost(world, simcord_env):

@@ -1,0 +1,86 @@
+"""bot/engine/plays.py: the decks a learner plays here, as the engine decides them."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from bot.engine.boards import Boards
+from bot.engine.community_decks import CommunityDecks
+from bot.engine.plays import Plays
+from bot.engine.served_cards import ServedCards
+from scheduler.studyday import study_day
+from tests.helpers.decks import DECK
+
+HOME, AWAY = 1001, 2002
+OWN = {"upload-basics/move", "upload-basics/shape"}
+
+
+@pytest.fixture
+def plays(tutor) -> Plays:
+    CommunityDecks(tutor).upload(HOME, "deck.yaml", yaml.safe_dump(DECK).encode(), "admin")
+    for deck_id in bundled(tutor):  # the server plays only its own deck
+        CommunityDecks(tutor).set_enabled(HOME, deck_id, False)
+    return Plays(tutor)
+
+
+def bundled(tutor) -> list[str]:
+    return list(tutor.decks.bundled.decks)
+
+
+def test_a_server_plays_its_enabled_decks_and_a_dm_the_last_servers(plays, tutor, clock):
+    ann = tutor.learner("discord:1")
+    assert plays.decks(ann.id, HOME) == ["upload-basics"]
+    assert plays.decks(ann.id, AWAY) == bundled(tutor)
+    assert plays.decks(ann.id, None) == bundled(tutor)  # never used a server
+    tutor.store.servers.note_visit(HOME, ann.id, clock())
+    assert plays.decks(ann.id, None) == ["upload-basics"]
+    clock.advance(minutes=1)
+    tutor.store.servers.note_visit(AWAY, ann.id, clock())
+    assert plays.decks(ann.id, None) == bundled(tutor)
+
+
+def test_cards_topics_and_ids_follow_the_decks(plays, tutor, clock):
+    ann = tutor.learner("discord:1")
+    assert {c.id for c in plays.cards(ann.id, HOME)} == OWN == plays.card_ids(ann.id, HOME)
+    assert plays.topics(ann.id, HOME) == ["devices"]
+    assert "devices" not in plays.topics(ann.id, AWAY)
+    elsewhere = plays.topics(ann.id, AWAY)[0]
+    assert elsewhere != "devices" and plays.cards(ann.id, HOME, topic=elsewhere) == []
+    CommunityDecks(tutor).remove(HOME, "upload-basics")  # a new library: ids read again
+    assert plays.card_ids(ann.id, HOME) == {c.id for c in tutor.servable()}
+
+
+def test_serving_progress_and_the_reminder_count_agree(plays, tutor, clock):
+    ann = tutor.learner("discord:1")
+    play = ServedCards(tutor)
+    for _ in OWN:
+        playing = play.serve(ann, mode="learn", guild_id=HOME)
+        assert playing.card.id in OWN
+        right = "copy" if playing.card.id.endswith("move") else {"attr": "shape"}
+        assert play.answer(playing.served.serve_id, 0, ann, right).correct
+    clock.advance(days=1)
+    today = study_day(clock(), ann.timezone, ann.rollover_hour)
+    progress = plays.progress(ann, None)  # a DM: the server used last
+    assert (progress.due_now, progress.seen, progress.cards) == (2, 2, 2)
+    assert tutor.store.reminders.due_count(ann.id, today, "sm2",
+                                           plays.card_ids(ann.id, None)) == 2
+    assert play.serve(ann, mode="review").card.id in OWN
+    assert plays.progress(ann, AWAY).due_now == 0  # elsewhere they are not played
+    assert tutor.store.reminders.due_count(ann.id, today, "sm2",
+                                           plays.card_ids(ann.id, AWAY)) == 0
+
+
+def test_insights_cover_the_decks_played_now(plays, tutor):
+    ann = tutor.learner("discord:1")
+    play = ServedCards(tutor)
+    playing = play.serve(ann, mode="learn", guild_id=HOME, card_id="upload-basics/move")
+    play.answer(playing.served.serve_id, 0, ann, "none")
+    assert play.answer(playing.served.serve_id, 1, ann, "copy").finished  # missed
+    boards = Boards(tutor)
+    assert [c for c, *_ in boards.server_insights(HOME, 30).missed_cards] == [
+        "upload-basics/move"]
+    assert boards.activity(ann, 30, 3, HOME).insights.mistakes == [("in_place", 1)]
+    CommunityDecks(tutor).remove(HOME, "upload-basics")
+    assert boards.server_insights(HOME, 30).missed_cards == []
+    assert boards.activity(ann, 30, 3, HOME).insights.mistakes == []
