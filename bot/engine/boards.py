@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
+from bot.engine.misconceptions import mistake_title
 from bot.engine.tutor import Tutor, TutorError
 from scheduler import leaderboard as lb
 from scheduler.storage.models import GuildSettings, Learner
@@ -18,10 +19,18 @@ class BadChoice(TutorError):
 
 
 @dataclass(frozen=True, slots=True)
+class Missed:
+    """What went wrong most, in words: each mistake titled by its own deck."""
+
+    missed_cards: list[tuple[str, int, int]]  # card id, missed on first try, reviews
+    mistakes: list[tuple[str, int]]  # title, times
+
+
+@dataclass(frozen=True, slots=True)
 class Activity:
     daily: dict
     retention: list
-    insights: lb.Insights
+    insights: Missed
 
 
 class Boards:
@@ -40,16 +49,25 @@ class Boards:
         return settings, self.store.boards.standings(guild_id, since, page=page, per_page=per_page,
                                                      caller_id=caller.id)
 
-    def server_insights(self, guild_id: int, days: int) -> lb.Insights:
+    def server_insights(self, guild_id: int, days: int) -> Missed:
         since = self.tutor.clock() - timedelta(days=days)
-        return self.store.boards.insights(since, guild_id=guild_id)
+        return self._titled(self.store.boards.insights(since, guild_id=guild_id))
+
+    def _titled(self, found: lb.Insights) -> Missed:
+        """Each (deck id, mistake id) by its deck's title; the id once that deck no
+        longer registers it (a review's history stays)."""
+        library = self.tutor.library
+        return Missed(found.missed_cards, [
+            (mistake_title(library, deck_id, mistake_id) or mistake_id, times)
+            for (deck_id, mistake_id), times in found.mistakes])
 
     def activity(self, learner: Learner, days: int, top: int) -> Activity:
         """A learner's reviews per day, retention per week and most-missed, over `days`."""
         since = self.tutor.clock() - timedelta(days=days)
         return Activity(self.store.reviews.per_day(learner.id, since),
                         self.store.reviews.retention_by_week(learner.id, since),
-                        self.store.boards.insights(since, learner_id=learner.id, top=top))
+                        self._titled(self.store.boards.insights(since, learner_id=learner.id,
+                                                                top=top)))
 
 
 # The board's values as the front ends read them (scheduler/leaderboard.py makes them).
