@@ -222,7 +222,14 @@ class DeckLibrary:
         return card_id in self._cards
 
     def mistake(self, card_id: str, mistake_id: str) -> Mistake:
+        """A mistake a card's deck registers: mistake ids are a deck's own."""
         return self.deck_of(card_id).mistake(mistake_id)
+
+    def deck_mistake(self, deck_id: str, mistake_id: str) -> Mistake | None:
+        """The mistake `mistake_id` of deck `deck_id`, None when that deck is not loaded or
+        does not register it. Never another deck's: any deck may reuse an id."""
+        deck = self.decks.get(deck_id)
+        return next((m for m in deck.mistakes if m.id == mistake_id), None) if deck else None
 
     def cards(self, deck_id: str | None = None) -> list[AnyCard]:
         decks = [self.deck(deck_id)] if deck_id else list(self.decks.values())

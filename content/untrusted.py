@@ -26,6 +26,7 @@ from content.giveaways import ALLOW_PRAGMA, allows_giveaways
 from content.loader import DeckError, DeckProblem, line_finder, parse_deck
 from content.placeholders import placeholder_problems
 from content.schema import CodeCard, Deck
+from content.titles import title_problems
 
 MAX_BYTES = 256 * 1024
 MAX_CARDS = 500
@@ -167,7 +168,7 @@ def _pragma_problems(text: str) -> list[str]:
 
 
 def _after_parse(deck: Deck) -> list[tuple[tuple, str]]:
-    problems: list[tuple[tuple, str]] = []
+    problems: list[tuple[tuple, str]] = list(title_problems(deck))
     if deck.version > MAX_REV:
         problems.append((("version",), f"version is at most {MAX_REV:,}"))
     for i, card in enumerate(deck.cards):

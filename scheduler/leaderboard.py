@@ -83,4 +83,5 @@ def period_start(settings: BoardSettings, period: str, now: datetime) -> datetim
 @dataclass(frozen=True)
 class Insights:
     missed_cards: list[tuple[str, int, int]]  # card id, missed on first try, reviews
-    mistakes: list[tuple[str, int]]  # mistake id, times
+    # (deck id, mistake id), times: a mistake id is its deck's own, counted per deck
+    mistakes: list[tuple[tuple[str, str], int]]

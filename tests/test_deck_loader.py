@@ -396,3 +396,26 @@ def test_library_loads_the_bundled_decks():
     assert library.has_card("gradient-accumulation/train-loop")
     mistake = library.mistake("gradient-accumulation/train-loop", "leftover_gradients")
     assert mistake.explanation
+
+
+# --- lookups --------------------------------------------------------------------------------
+
+def test_a_mistake_id_is_resolved_in_its_own_deck():
+    """Any deck may reuse a mistake id: a lookup names the deck and never finds another's."""
+    from bot.engine.misconceptions import mistake_title
+    from tests.helpers.paths import FIXTURES
+
+    text = (FIXTURES / "community.yaml").read_text(encoding="utf-8")
+    theirs = text.replace("tensor-basics", "aaa").replace("Thinking to() works in place",
+                                                          '"[Prize](https://evil.example)"')
+    library = DeckLibrary([parse_deck(theirs), parse_deck(text)])
+    assert library.deck_mistake("tensor-basics", "in_place").title == (
+        "Thinking to() works in place")
+    assert library.mistake("tensor-basics/move", "in_place").title == (
+        "Thinking to() works in place")
+    assert library.deck_mistake("aaa", "in_place").title == "[Prize](https://evil.example)"
+    assert library.deck_mistake("gone", "in_place") is None
+    assert library.deck_mistake("tensor-basics", "retired") is None
+    assert mistake_title(library, "tensor-basics", "in_place") == "Thinking to() works in place"
+    assert mistake_title(library, "gone", "in_place") == "in_place"  # its history stays
+    assert mistake_title(library, "tensor-basics", "retired") is None

@@ -80,7 +80,8 @@ def test_insights_cover_the_decks_played_now(plays, tutor):
     boards = Boards(tutor)
     assert [c for c, *_ in boards.server_insights(HOME, 30).missed_cards] == [
         "upload-basics/move"]
-    assert boards.activity(ann, 30, 3, HOME).insights.mistakes == [("in_place", 1)]
+    assert boards.activity(ann, 30, 3, HOME).insights.mistakes == [
+        ("Thinking to() works in place", 1)]  # by its deck's title
     CommunityDecks(tutor).remove(HOME, "upload-basics")
     assert boards.server_insights(HOME, 30).missed_cards == []
     assert boards.activity(ann, 30, 3, HOME).insights.mistakes == []

@@ -15,7 +15,7 @@ from bot.discord_ui.replies import reply
 from bot.engine.boards import Board, Boards, Standing
 from bot.engine.reminders import current_streak
 from bot.engine.tutor import TutorError
-from content.safe_text import literal, markdown
+from content.safe_text import literal
 
 PER_PAGE = 10
 INSIGHT_DAYS = 30
@@ -139,16 +139,8 @@ class Community:
             f"**{card.split('/')[-1]}** missed {missed} of {total}"
             for card, missed, total in found.missed_cards) or "Nothing missed yet.")
         embed.add_field(name="Mistakes made most", inline=False, value="\n".join(
-            f"**{markdown(self._mistake_title(m))}** × {n}" for m, n in found.mistakes)
-            or "None yet.")
+            f"**{literal(title)}** × {n}" for title, n in found.mistakes) or "None yet.")
         await interaction.response.send_message(embed=embed, ephemeral=True)
-
-    def _mistake_title(self, mistake_id: str) -> str:
-        for deck in self.tutor.library.decks.values():
-            for mistake in deck.mistakes:
-                if mistake.id == mistake_id:
-                    return mistake.title
-        return mistake_id
 
     async def stats_extras(self, learner, today, guild_id: int | None = None,
                            ) -> tuple[list[discord.File], list[str], discord.ui.View | None]:
@@ -160,7 +152,7 @@ class Community:
             charts.stats_png, learner.display_name or "Your", activity.daily, today,
             activity.retention, current_streak(learner, today), learner.longest_streak)
         found = activity.insights
-        lines = [f"**{markdown(self._mistake_title(m))}** × {n}" for m, n in found.mistakes]
+        lines = [f"**{literal(title)}** × {n}" for title, n in found.mistakes]
         view = None
         if found.missed_cards:
             view = discord.ui.View(timeout=None)

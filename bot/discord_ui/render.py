@@ -168,10 +168,10 @@ def misconception_lines(mistakes: list[LearnerMistake], limit: int = 8) -> list[
         corrected = (f"corrected {discord.utils.format_dt(m.last_corrected_at, 'R')}"
                      if m.last_corrected_at else None)
         if m.is_open:
-            lines.append(f"🔴 **{markdown(m.title)}**: {shown}"
+            lines.append(f"🔴 **{literal(m.title)}**: {shown}"
                          + (f"; {corrected}, then back" if corrected else ""))
         else:
-            lines.append(f"✅ {markdown(m.title)}: {corrected}")
+            lines.append(f"✅ {literal(m.title)}: {corrected}")
     return lines
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
+from bot.engine.misconceptions import mistake_title
 from bot.engine.plays import Plays
 from bot.engine.tutor import Tutor, TutorError
 from scheduler import leaderboard as lb
@@ -19,10 +20,18 @@ class BadChoice(TutorError):
 
 
 @dataclass(frozen=True, slots=True)
+class Missed:
+    """What went wrong most, in words: each mistake titled by its own deck."""
+
+    missed_cards: list[tuple[str, int, int]]  # card id, missed on first try, reviews
+    mistakes: list[tuple[str, int]]  # title, times
+
+
+@dataclass(frozen=True, slots=True)
 class Activity:
     daily: dict
     retention: list
-    insights: lb.Insights
+    insights: Missed
 
 
 class Boards:
@@ -42,11 +51,19 @@ class Boards:
         return settings, self.store.boards.standings(guild_id, since, page=page, per_page=per_page,
                                                      caller_id=caller.id)
 
-    def server_insights(self, guild_id: int, days: int) -> lb.Insights:
+    def server_insights(self, guild_id: int, days: int) -> Missed:
         """What the server's learners got wrong in the decks it plays now."""
         since = self.tutor.clock() - timedelta(days=days)
-        return self.store.boards.insights(since, guild_id=guild_id,
-                                          decks=self.plays.server_decks(guild_id))
+        return self._titled(self.store.boards.insights(
+            since, guild_id=guild_id, decks=self.plays.server_decks(guild_id)))
+
+    def _titled(self, found: lb.Insights) -> Missed:
+        """Each (deck id, mistake id) by its deck's title; the id once that deck no
+        longer registers it (a review's history stays)."""
+        library = self.tutor.library
+        return Missed(found.missed_cards, [
+            (mistake_title(library, deck_id, mistake_id) or mistake_id, times)
+            for (deck_id, mistake_id), times in found.mistakes])
 
     def activity(self, learner: Learner, days: int, top: int,
                  guild_id: int | None = None) -> Activity:
@@ -55,9 +72,9 @@ class Boards:
         since = self.tutor.clock() - timedelta(days=days)
         return Activity(self.store.reviews.per_day(learner.id, since),
                         self.store.reviews.retention_by_week(learner.id, since),
-                        self.store.boards.insights(since, learner_id=learner.id, top=top,
-                                                   decks=self.plays.decks(learner.id,
-                                                                          guild_id)))
+                        self._titled(self.store.boards.insights(
+                            since, learner_id=learner.id, top=top,
+                            decks=self.plays.decks(learner.id, guild_id))))
 
 
 # The board's values as the front ends read them (scheduler/leaderboard.py makes them).

@@ -11,7 +11,8 @@ from content.loader import AnyCard, DeckLibrary
 from content.schema import ChoiceCard, CodeCard
 from scheduler.storage.store import Store
 
-__all__ = ["LearnerMistake", "deck_tests", "held_tests", "learner_mistakes", "tested_mistakes"]
+__all__ = ["LearnerMistake", "deck_tests", "held_tests", "learner_mistakes", "mistake_title",
+           "tested_mistakes"]
 
 
 def tested_mistakes(card: AnyCard) -> frozenset[str]:
@@ -53,17 +54,23 @@ class LearnerMistake:
     last_corrected_at: datetime | None
 
 
+def mistake_title(library: DeckLibrary, deck_id: str, mistake_id: str) -> str | None:
+    """The title deck `deck_id` gives `mistake_id` (a mistake is its deck's: another deck
+    may reuse the id with its own title); the id when the deck is gone; None when the deck
+    no longer registers it."""
+    if deck_id not in library.decks:
+        return mistake_id
+    mistake = library.deck_mistake(deck_id, mistake_id)
+    return mistake.title if mistake else None
+
+
 def learner_mistakes(store: Store, library: DeckLibrary, learner_id: int) -> list[LearnerMistake]:
     """The learner's misconceptions, open first. A mistake whose deck is gone keeps its id;
     one its deck no longer registers is left out: no card can test or correct it."""
     out = []
     for row in store.misconceptions.for_learner(learner_id):
-        title = row.mistake_id
-        deck = library.decks.get(row.deck_id)
-        if deck is not None:
-            title = next((m.title for m in deck.mistakes if m.id == row.mistake_id), None)
-            if title is None:
-                continue
-        out.append(LearnerMistake(row.deck_id, row.mistake_id, title, row.open,
-                                  row.times_shown, row.last_shown_at, row.last_corrected_at))
+        title = mistake_title(library, row.deck_id, row.mistake_id)
+        if title is not None:
+            out.append(LearnerMistake(row.deck_id, row.mistake_id, title, row.open,
+                                      row.times_shown, row.last_shown_at, row.last_corrected_at))
     return out

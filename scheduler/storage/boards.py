@@ -93,6 +93,7 @@ class BoardQueries(Queries):
         with self.engine.connect() as conn:
             missed = [(r.card_id, int(r.missed), r.reviews) for r in conn.execute(cards)
                       if r.missed]
-            counts = Counter(m for (ids,) in conn.execute(sa.select(c.mistake_ids).where(*scope))
-                             for m in ids)
-        return Insights(missed, counts.most_common(top))
+            counts = Counter((deck, m) for deck, ids in conn.execute(
+                sa.select(c.deck_id, c.mistake_ids).where(*scope)) for m in ids)
+        ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))  # ties: by id
+        return Insights(missed, ranked[:top])
