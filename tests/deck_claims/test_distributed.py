@@ -7,22 +7,16 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
-import socket
 
 import pytest
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 from torch import nn
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
+from tests.helpers.distributed import spawn_ranks
+
 WORLD, K, BATCH = 2, 4, 3
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _flat(tensors) -> torch.Tensor:
@@ -116,12 +110,7 @@ def _rank(rank: int, port: int, out: dict) -> None:
 
 @pytest.fixture(scope="module")
 def ranks() -> dict:
-    if not dist.is_available() or not dist.is_gloo_available():
-        pytest.fail("the DDP claims need torch.distributed with gloo")
-    with mp.Manager() as manager:
-        out = manager.dict()
-        mp.spawn(_rank, args=(_free_port(), out), nprocs=WORLD, join=True)
-        return dict(out)
+    return spawn_ranks(_rank, WORLD)
 
 
 def test_no_sync_micro_batches_still_count_in_the_averaged_gradient(ranks):

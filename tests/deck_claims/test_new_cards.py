@@ -12,11 +12,10 @@ import os
 import pytest
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 import torch.nn.functional as F
 from torch import nn
 
-from tests.deck_claims.test_distributed import _free_port
+from tests.helpers.distributed import spawn_ranks
 from tests.helpers.training import assert_close, concat, make_batches, mlp, train
 
 VOCAB, LENGTH, SEQS, K, PAD = 11, 12, 4, 4, -100
@@ -189,12 +188,7 @@ def _rank(rank: int, port: int, out: dict) -> None:
 
 @pytest.fixture(scope="module")
 def ranks() -> dict:
-    if not dist.is_available() or not dist.is_gloo_available():
-        pytest.fail("the DDP claims need torch.distributed with gloo")
-    with mp.Manager() as manager:
-        out = manager.dict()
-        mp.spawn(_rank, args=(_free_port(), out), nprocs=WORLD, join=True)
-        return dict(out)
+    return spawn_ranks(_rank, WORLD)
 
 
 def test_ddp_window_gradient_is_the_mean_over_micro_batch_x_k_x_world_samples(ranks):

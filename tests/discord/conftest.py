@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import discord
 import pytest
 
 from bot.discord_ui.client import TutorBot
+from bot.engine.community_decks import CommunityDecks
 from bot.engine.tutor import Tutor
 from content.loader import DeckLibrary
 
@@ -37,3 +39,16 @@ def world(simcord_env):
     ann = guild.add_member(simcord_env.create_user("ann"))
     bob = guild.add_member(simcord_env.create_user("bob"))
     return guild, channel, ann, bob
+
+
+@pytest.fixture
+def admin(world, simcord_env):
+    """A member of the world's server with Manage Server."""
+    guild, *_ = world
+    admins = guild.create_role("Admins", permissions=discord.Permissions(manage_guild=True))
+    return guild.add_member(simcord_env.create_user("root"), roles=[admins])
+
+
+@pytest.fixture
+def decks(bot_tutor) -> CommunityDecks:
+    return CommunityDecks(bot_tutor)

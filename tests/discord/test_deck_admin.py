@@ -8,7 +8,6 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import discord
-import pytest
 import simcord.actors
 
 from bot.engine.community_decks import CommunityDecks
@@ -16,15 +15,11 @@ from bot.engine.tutor import Tutor
 from scheduler.storage.db import make_engine
 from scheduler.storage.decks import DeckQueries
 from scheduler.storage.store import Store
+from tests.helpers.discord import final
 from tests.helpers.paths import FIXTURES
 
 DECK = (FIXTURES / "community.yaml").read_text(encoding="utf-8")
 REFUSED = "Only members with the **Manage Server** permission"
-
-
-@pytest.fixture
-def decks(bot_tutor) -> CommunityDecks:
-    return CommunityDecks(bot_tutor)
 
 
 def add_admin(simcord_env, guild, name: str = "root"):
@@ -35,10 +30,6 @@ def add_admin(simcord_env, guild, name: str = "root"):
 
 def renamed(deck_id: str) -> bytes:
     return DECK.replace("tensor-basics", deck_id).encode()
-
-
-def final(result):
-    return result.followups[-1] if result.followups else result.response
 
 
 async def test_members_the_owner_let_in_still_need_manage_server(world, simcord_env, decks,

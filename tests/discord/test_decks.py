@@ -18,7 +18,7 @@ from bot.engine.community_decks import CommunityDecks
 from bot.engine.tutor import Tutor
 from content.loader import DeckLibrary, parse_deck
 from tests.helpers.clock import store_now
-from tests.helpers.discord import choose, learner_of
+from tests.helpers.discord import choose, final, learner_of, text_of
 from tests.helpers.paths import FIXTURES
 
 DECK = (FIXTURES / "community.yaml").read_text(encoding="utf-8")
@@ -48,20 +48,6 @@ def line_of(text: str, needle: str) -> int:
     return text[: text.index(needle)].count("\n") + 1
 
 
-def final(result):
-    """The message the admin ends up with: after a defer, the follow-up that fills it."""
-    return result.followups[-1] if result.followups else result.response
-
-
-async def text_of(message) -> str:
-    """The message's text and every attached text file's."""
-    parts = [message.content]
-    for attachment in message.attachments:
-        if attachment.filename.endswith(".txt"):
-            parts.append((await attachment.read()).decode())
-    return "\n".join(parts)
-
-
 @pytest.fixture
 def extra_decks() -> list:
     """Decks bundled beside the real ones; a test parametrizes it to add its own."""
@@ -71,18 +57,6 @@ def extra_decks() -> list:
 @pytest.fixture
 def bot_tutor(store, library, clock, extra_decks) -> Tutor:
     return Tutor(store, DeckLibrary([*library.decks.values(), *extra_decks]), clock=clock)
-
-
-@pytest.fixture
-def admin(world, simcord_env):
-    guild, *_ = world
-    admins = guild.create_role("Admins", permissions=discord.Permissions(manage_guild=True))
-    return guild.add_member(simcord_env.create_user("root"), roles=[admins])
-
-
-@pytest.fixture
-def decks(bot_tutor) -> CommunityDecks:
-    return CommunityDecks(bot_tutor)
 
 
 def untouched(decks: CommunityDecks, guild_id: int, before: list) -> None:

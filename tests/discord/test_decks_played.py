@@ -8,7 +8,6 @@ topic "devices") beside the bundled deck.
 
 from __future__ import annotations
 
-import discord
 import pytest
 
 from bot.discord_ui.reminders import DiscordReminderSender
@@ -18,13 +17,6 @@ from tests.helpers.paths import FIXTURES
 
 DECK = (FIXTURES / "community.yaml").read_text(encoding="utf-8")
 OWN = ("tensor-basics/move", "tensor-basics/shape")
-
-
-@pytest.fixture
-def admin(world, simcord_env):
-    guild, *_ = world
-    admins = guild.create_role("Admins", permissions=discord.Permissions(manage_guild=True))
-    return guild.add_member(simcord_env.create_user("root"), roles=[admins])
 
 
 @pytest.fixture

@@ -12,14 +12,15 @@ import pytest
 
 from bot.discord_ui.client import TutorBot
 from bot.discord_ui.replies import APOLOGY
-from bot.engine.community_decks import CommunityDecks
 from bot.engine.tutor import CodeReport, Tutor
 from content.schema import FillInCard
 from tests.helpers.discord import (
     choose,
     custom_ids,
+    final,
     pick_and_submit,
     shown_options,
+    text_of,
     verdict_message,
 )
 from tests.helpers.paths import FIXTURES
@@ -49,30 +50,6 @@ PARTLY_REGISTERED = DECK.replace("mistakes:\n", """mistakes:
     reference: "for x, y in dataloader: pass\\n"
     takeaway: Scale the loss, step once per window.
 """
-
-
-def final(result):
-    return result.followups[-1] if result.followups else result.response
-
-
-async def text_of(message) -> str:
-    parts = [message.content]
-    for attachment in message.attachments:
-        if attachment.filename.endswith(".txt"):
-            parts.append((await attachment.read()).decode())
-    return "\n".join(parts)
-
-
-@pytest.fixture
-def admin(world, simcord_env):
-    guild, *_ = world
-    admins = guild.create_role("Admins", permissions=discord.Permissions(manage_guild=True))
-    return guild.add_member(simcord_env.create_user("root"), roles=[admins])
-
-
-@pytest.fixture
-def decks(bot_tutor) -> CommunityDecks:
-    return CommunityDecks(bot_tutor)
 
 
 # -- 4: a code card's checker reports ids the deck must explain ------------------------------

@@ -87,3 +87,17 @@ async def forged_slash(actor, channel, name: str, **options):
         data["guild_id"] = root["guild_id"]
     return await actors._dispatch_actor_interaction(
         actor, InteractionType.APPLICATION_COMMAND, channel, data)
+
+
+def final(result):
+    """The message the admin ends up with: after a defer, the follow-up that fills it."""
+    return result.followups[-1] if result.followups else result.response
+
+
+async def text_of(message) -> str:
+    """The message's text and every attached text file's."""
+    parts = [message.content]
+    for attachment in message.attachments:
+        if attachment.filename.endswith(".txt"):
+            parts.append((await attachment.read()).decode())
+    return "\n".join(parts)
