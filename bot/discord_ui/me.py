@@ -67,7 +67,8 @@ def commands(handlers: CardHandlers, community: Community) -> list[app_commands.
         embed.add_field(name="Streak", value=f"{streak} day(s)"
                         f" (longest {learner.longest_streak})")
         embed.add_field(name="Scheduler", value=render.scheduler_line(learner, progress.choice))
-        mistakes = await handlers.db(handlers.learners.mistakes, learner)
+        played = await handlers.db(handlers.play.plays.decks, learner.id, interaction.guild_id)
+        mistakes = await handlers.db(handlers.learners.mistakes, learner, played)
         if mistakes:
             embed.add_field(name="Misconceptions", inline=False,
                             value=render.field_text(render.misconception_lines(mistakes)))

@@ -3,6 +3,7 @@ reminders decided here, not in a front end."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime, timedelta
 
 from bot.engine.misconceptions import LearnerMistake, learner_mistakes
@@ -89,7 +90,10 @@ class Learners:
         """Delete the learner and everything of theirs."""
         self.store.learners.delete(learner.id)
 
-    def mistakes(self, learner: Learner) -> list[LearnerMistake]:
-        """The learner's misconceptions, open ones first (bot.engine.misconceptions)."""
-        return learner_mistakes(self.store, self.tutor.library, learner.id)
+    def mistakes(self, learner: Learner,
+                 decks: Collection[str] | None = None) -> list[LearnerMistake]:
+        """The learner's misconceptions, open ones first (bot.engine.misconceptions); only
+        those of `decks` when given (the decks played here: `Plays.decks`)."""
+        held = learner_mistakes(self.store, self.tutor.library, learner.id)
+        return held if decks is None else [m for m in held if m.deck_id in set(decks)]
 

@@ -160,3 +160,20 @@ async def test_practice_offers_and_serves_the_topics_of_the_decks_played_here(
     hall = other.create_text_channel("hall")
     ann_there = other.add_member(ann.user)
     assert await ann_there.autocomplete(hall, "practice", "topic", "dev") == []  # not played there
+
+
+async def test_stats_misconceptions_are_those_of_the_decks_played_here(world, own_deck_only,
+                                                                       simcord_env):
+    _, channel, ann, _ = world
+    card = (await ann.slash(channel, "learn")).response
+    while card_id(card) != "tensor-basics/move":  # the card with the 'in place' lure
+        await answer_right(ann, card)
+        card = (await ann.slash(channel, "learn")).response
+    await choose(ann, card, "none")  # shows 'Thinking to() works in place'
+    await choose(ann, card, "copy")
+    assert "Thinking to() works in place" in (await stats_fields(ann, channel))[
+        "Misconceptions"]
+    elsewhere = simcord_env.create_guild(name="Bundled Only")
+    hall = elsewhere.create_text_channel("hall")
+    fields = await stats_fields(elsewhere.add_member(ann.user), hall)  # the bundled deck only
+    assert "Misconceptions" not in fields
