@@ -10,7 +10,7 @@ pytest.importorskip("torch")
 
 from content.checkers._observe import observe  # noqa: E402
 from content.checkers.amp_clip_loop import SCENARIOS, check, judge, plan  # noqa: E402
-from tests.test_checker_amp import BUGGY, REFERENCE  # noqa: E402
+from tests.helpers.amp_loops import BUGGY, REFERENCE  # noqa: E402
 
 
 def test_an_overflow_applied_by_optimizer_step_is_told_with_its_batch():

@@ -11,7 +11,7 @@ import pytest
 from content import blind_solver
 from content.giveaways import check_giveaways
 from content.odd_one_out import absolutes, alone_in, oddness, stem, stems
-from tests.test_deck_giveaways import deck, fill_in, mcq, messages
+from tests.helpers.giveaway_decks import deck, fill_in, mcq, messages
 
 
 def scores(d, trick: str) -> list[float]:

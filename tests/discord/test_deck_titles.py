@@ -10,7 +10,8 @@ import pytest
 from bot.engine.community_decks import CommunityDecks
 from bot.engine.tutor import Tutor
 from content.loader import DeckLibrary, parse_deck
-from tests.discord.test_decks import DECK, final, pings_nobody, untouched
+from tests.helpers.discord import final, pings_nobody, untouched
+from tests.helpers.paths import COMMUNITY_DECK as DECK
 
 FAKE = "**Played here**"
 LURE = "[Claim your prize](https://evil.example/prize)"

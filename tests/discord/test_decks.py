@@ -14,14 +14,13 @@ import pytest
 import simcord
 
 from bot.discord_ui.decks import show_embeds
-from bot.engine.community_decks import CommunityDecks
 from bot.engine.tutor import Tutor
 from content.loader import DeckLibrary, parse_deck
 from tests.helpers.clock import store_now
-from tests.helpers.discord import choose, final, learner_of, text_of
+from tests.helpers.discord import choose, final, learner_of, pings_nobody, text_of, untouched
+from tests.helpers.paths import COMMUNITY_DECK as DECK
 from tests.helpers.paths import FIXTURES
 
-DECK = (FIXTURES / "community.yaml").read_text(encoding="utf-8")
 PAGE = (FIXTURES / "practice-page.txt").read_text(encoding="utf-8")
 CHECKER_CARD = """\
   - id: tensor-basics/loop
@@ -57,12 +56,6 @@ def extra_decks() -> list:
 @pytest.fixture
 def bot_tutor(store, library, clock, extra_decks) -> Tutor:
     return Tutor(store, DeckLibrary([*library.decks.values(), *extra_decks]), clock=clock)
-
-
-def untouched(decks: CommunityDecks, guild_id: int, before: list) -> None:
-    """A refused upload stored nothing and enabled nothing."""
-    assert decks.summaries(guild_id) == before
-    assert "tensor-basics" not in decks.ids(guild_id, "")
 
 
 async def test_deck_commands_are_for_admins(world, admin):
@@ -269,13 +262,6 @@ async def test_deck_text_is_shown_intact_and_pings_nobody(world, admin, extra_de
     assert not card.ephemeral and r"\@everyone and \<@123>" in card.embeds[0].description
     for message in (shown, off.response, card):
         pings_nobody(message)
-
-
-def pings_nobody(message) -> None:
-    stored = message._message  # SimCord's record of what was sent
-    policy = stored.allowed_mentions
-    assert (policy.everyone, policy.users, policy.roles) == (False, frozenset(), frozenset())
-    assert not stored.mention_everyone and stored.ping_user_ids == []
 
 
 async def test_a_mention_in_an_uploaded_prompt_is_shown_as_text(world, admin):

@@ -7,8 +7,8 @@ from __future__ import annotations
 import discord
 import pytest
 
-from tests.discord.test_decks import DECK, final
-from tests.helpers.discord import choose
+from tests.helpers.discord import choose, final
+from tests.helpers.paths import COMMUNITY_DECK as DECK
 
 LURE = "[Claim your prize](https://evil.example/prize)"
 # Server A's private deck: another id, the same mistake id 'in_place', a hostile title.

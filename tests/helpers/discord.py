@@ -101,3 +101,16 @@ async def text_of(message) -> str:
         if attachment.filename.endswith(".txt"):
             parts.append((await attachment.read()).decode())
     return "\n".join(parts)
+
+
+def untouched(decks, guild_id: int, before: list) -> None:
+    """A refused upload stored nothing and enabled nothing (`decks`: CommunityDecks)."""
+    assert decks.summaries(guild_id) == before
+    assert "tensor-basics" not in decks.ids(guild_id, "")
+
+
+def pings_nobody(message) -> None:
+    stored = message._message  # SimCord's record of what was sent
+    policy = stored.allowed_mentions
+    assert (policy.everyone, policy.users, policy.roles) == (False, frozenset(), frozenset())
+    assert not stored.mention_everyone and stored.ping_user_ids == []
