@@ -31,6 +31,7 @@ NOTHING = {
     "auto": "All caught up for now.",
     "practice": "No cards match that topic.",
 }
+NOT_PLAYED_HERE = "That card is not in the decks played here."
 
 
 class CardHandlers:
@@ -68,6 +69,9 @@ class CardHandlers:
         playing = await self.db(self.play.serve, learner, mode=mode, topic=topic,
                                 guild_id=interaction.guild_id, card_id=card_id)
         if playing is None:
+            if card_id is not None:  # a /stats review button, clicked where its deck is off
+                await reply(interaction, NOT_PLAYED_HERE)
+                return
             await self._nothing(interaction, learner, mode, edit)
             return
         embed = render.card_embed(playing.card, playing.served)

@@ -9,6 +9,7 @@ import discord
 from matplotlib import image
 
 from tests.helpers.discord import learner_of, pick_and_submit
+from tests.helpers.paths import COMMUNITY_DECK
 from tests.helpers.records import record
 
 
@@ -128,3 +129,16 @@ async def test_stats_attach_a_heatmap_and_offer_the_most_missed_cards(world, sto
     assert pixels.shape[1] >= 800 and pixels.std() > 0.01
     again = await ann.click(message, label="Review zero-grad")
     assert again.response.embeds[0].footer.text.endswith("gradient-accumulation/zero-grad")
+
+
+async def test_a_review_button_for_a_deck_the_server_turned_off_says_so(world, admin, store):
+    _, channel, ann, _ = world
+    card = (await ann.slash(channel, "learn")).response
+    await pick_and_submit(ann, card, {"method": "step"})
+    await pick_and_submit(ann, card, {"method": "zero_grad"})
+    result = await ann.slash(channel, "stats")
+    message = result.followups[-1] if result.followups else result.response
+    await admin.slash(channel, "deck upload", file=("deck.yaml", COMMUNITY_DECK.encode()))
+    await admin.slash(channel, "deck disable", deck="gradient-accumulation")
+    again = await ann.click(message, label="Review zero-grad")
+    assert again.response.content == "That card is not in the decks played here."
