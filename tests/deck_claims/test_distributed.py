@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import os
 
 import pytest
 import torch
@@ -87,25 +86,21 @@ def _unequal_counts(plain, rank: int) -> dict:
     return result
 
 
-def _rank(rank: int, port: int, out: dict) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=WORLD)
-    try:
-        torch.manual_seed(0)  # the same initial weights on every rank
-        plain = nn.Linear(4, 2).double()
-        gen = torch.Generator().manual_seed(100 + rank)  # each rank its own micro-batches
-        batches = _batches(gen, [BATCH] * K)
-        local = _window(copy.deepcopy(plain), batches, wrap="none")
-        expected = local["grad"].clone()
-        dist.all_reduce(expected)  # what one big batch over both ranks would give
-        expected /= WORLD
-        result = {"expected": expected, "unequal": _unequal_counts(plain, rank)}
-        for wrap in ("forward_and_backward", "backward", "none"):
-            ddp = nn.parallel.DistributedDataParallel(copy.deepcopy(plain))
-            result[wrap] = _window(ddp, batches, wrap)
-        out[rank] = result
-    finally:
-        dist.destroy_process_group()
+def _rank(rank: int) -> dict:
+    """One rank's windows: no_sync around each part of the loop, and unequal counts."""
+    torch.manual_seed(0)  # the same initial weights on every rank
+    plain = nn.Linear(4, 2).double()
+    gen = torch.Generator().manual_seed(100 + rank)  # each rank its own micro-batches
+    batches = _batches(gen, [BATCH] * K)
+    local = _window(copy.deepcopy(plain), batches, wrap="none")
+    expected = local["grad"].clone()
+    dist.all_reduce(expected)  # what one big batch over both ranks would give
+    expected /= WORLD
+    result = {"expected": expected, "unequal": _unequal_counts(plain, rank)}
+    for wrap in ("forward_and_backward", "backward", "none"):
+        ddp = nn.parallel.DistributedDataParallel(copy.deepcopy(plain))
+        result[wrap] = _window(ddp, batches, wrap)
+    return result
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ documented contracts; neither library is installed, so nothing here tests it."""
 from __future__ import annotations
 
 import copy
-import os
 
 import pytest
 import torch
@@ -161,29 +160,25 @@ def _token_window(rank: int):
     return padded_window(lengths, seed=300 + rank)
 
 
-def _rank(rank: int, port: int, out: dict) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=WORLD)
-    try:
-        torch.manual_seed(0)
-        plain = nn.Linear(4, 2).double()
-        ddp = nn.parallel.DistributedDataParallel(copy.deepcopy(plain))
-        for x, y in _regression(rank):
-            (F.mse_loss(ddp(x), y) / K).backward()
-        result = {"regression": _flat_grad(ddp)}
+def _rank(rank: int) -> dict:
+    """One rank's gradients: a regression window and a token window counted two ways."""
+    torch.manual_seed(0)
+    plain = nn.Linear(4, 2).double()
+    ddp = nn.parallel.DistributedDataParallel(copy.deepcopy(plain))
+    for x, y in _regression(rank):
+        (F.mse_loss(ddp(x), y) / K).backward()
+    result = {"regression": _flat_grad(ddp)}
 
-        window = _token_window(rank)
-        local = torch.tensor(sum(tokens(y) for _, y in window))
-        total = local.clone()
-        dist.all_reduce(total)  # counted before the first backward
-        for name, divisor in (("local", int(local)), ("global", int(total) / WORLD)):
-            model = nn.parallel.DistributedDataParallel(lm())
-            for x, y in window:
-                (token_loss(model, x, y, "sum") / divisor).backward()
-            result[name] = _flat_grad(model)
-        out[rank] = result
-    finally:
-        dist.destroy_process_group()
+    window = _token_window(rank)
+    local = torch.tensor(sum(tokens(y) for _, y in window))
+    total = local.clone()
+    dist.all_reduce(total)  # counted before the first backward
+    for name, divisor in (("local", int(local)), ("global", int(total) / WORLD)):
+        model = nn.parallel.DistributedDataParallel(lm())
+        for x, y in window:
+            (token_loss(model, x, y, "sum") / divisor).backward()
+        result[name] = _flat_grad(model)
+    return result
 
 
 @pytest.fixture(scope="module")
