@@ -8,7 +8,7 @@ import io
 import discord
 from matplotlib import image
 
-from tests.helpers.discord import learner_of, pick_and_submit
+from tests.helpers.discord import final, learner_of, pick_and_submit
 from tests.helpers.paths import COMMUNITY_DECK
 from tests.helpers.records import record
 
@@ -113,13 +113,17 @@ async def test_insights_show_what_the_server_misses_most(world, store):
     assert "Stepping where gradients should be cleared** × 2" in fields["Mistakes made most"]
 
 
-async def test_stats_attach_a_heatmap_and_offer_the_most_missed_cards(world, store):
-    _, channel, ann, _ = world
+async def stats_after_missing_zero_grad(ann, channel):
+    """ann misses the zero-grad card once, then opens /stats: the message it gets."""
     card = (await ann.slash(channel, "learn")).response
     await pick_and_submit(ann, card, {"method": "step"})
     await pick_and_submit(ann, card, {"method": "zero_grad"})
-    result = await ann.slash(channel, "stats")
-    message = result.followups[-1] if result.followups else result.response
+    return final(await ann.slash(channel, "stats"))
+
+
+async def test_stats_attach_a_heatmap_and_offer_the_most_missed_cards(world, store):
+    _, channel, ann, _ = world
+    message = await stats_after_missing_zero_grad(ann, channel)
     assert message.ephemeral
     embed = message.embeds[0]
     fields = {f.name: f.value for f in embed.fields}
@@ -133,11 +137,7 @@ async def test_stats_attach_a_heatmap_and_offer_the_most_missed_cards(world, sto
 
 async def test_a_review_button_for_a_deck_the_server_turned_off_says_so(world, admin, store):
     _, channel, ann, _ = world
-    card = (await ann.slash(channel, "learn")).response
-    await pick_and_submit(ann, card, {"method": "step"})
-    await pick_and_submit(ann, card, {"method": "zero_grad"})
-    result = await ann.slash(channel, "stats")
-    message = result.followups[-1] if result.followups else result.response
+    message = await stats_after_missing_zero_grad(ann, channel)
     await admin.slash(channel, "deck upload", file=("deck.yaml", COMMUNITY_DECK.encode()))
     await admin.slash(channel, "deck disable", deck="gradient-accumulation")
     again = await ann.click(message, label="Review zero-grad")
