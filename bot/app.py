@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 from bot.engine.code_judge import SandboxJudge
 from bot.engine.tutor import Tutor
 from bot.sandbox.background import BackgroundSandbox
-from bot.sandbox.client import SandboxClient
+from bot.sandbox.broker import redacted
+from bot.sandbox.fleet_client import client_for
 from bot.settings import DISCORD_API, DISCORD_GATEWAY, Settings
 from content.loader import DeckLibrary
 from scheduler.storage.db import make_engine, upgrade
@@ -115,8 +116,8 @@ def start_sandbox(tutor: Tutor, address: str | None = None,
     """Code cards are served only when their answers can be judged, under a memory limit
     (or the operator's explicit opt-in). The sandbox client lives on its own loop thread,
     so its I/O never waits on the gateway's loop."""
-    sandbox = BackgroundSandbox(SandboxClient(address=address,
-                                              allow_unbounded_memory=allow_unbounded_memory))
+    sandbox = BackgroundSandbox(client_for(address,
+                                           allow_unbounded_memory=allow_unbounded_memory))
     try:
         sandbox.start()
     except Exception:  # noqa: BLE001
@@ -129,7 +130,8 @@ def start_sandbox(tutor: Tutor, address: str | None = None,
         sandbox.stop()
         return None
     tutor.code_judge = SandboxJudge(sandbox.client, sandbox.loop)
-    log.info("code sandbox ready (%s)", address or f"worker pid {sandbox.client.service_pid}")
+    log.info("code sandbox ready (%s)",
+             redacted(address) if address else f"worker pid {sandbox.client.service_pid}")
     return sandbox
 
 

@@ -32,9 +32,12 @@ class Settings(BaseSettings):
     metrics_host: str = "127.0.0.1"
     # Judge code cards in the sandbox worker (needs Linux namespaces; off: no code cards).
     sandbox: bool = True
-    # A running `tutor sandbox serve` (unix:/path or tcp:host:port) to use instead of a
-    # worker of this process's own.
+    # Instead of a worker of this process's own: a running `tutor sandbox serve` on this
+    # machine (unix:/path), or a fleet of sandbox hosts behind Redis
+    # (redis://tutor-bot:PASSWORD@host:6379/0, rediss:// for TLS).
     sandbox_address: str | None = None
+    # `tutor sandbox serve` on a fleet host: the Redis it takes jobs from (as --broker).
+    sandbox_broker: str | None = None
     # The operator's explicit opt-in to run code cards where no cgroup memory limit can be
     # set (neither cgroup v1 nor a delegated v2): only rlimits bound memory then, and
     # RLIMIT_DATA does not count shared mappings. Off: code cards are off on such hosts.

@@ -36,15 +36,16 @@ def _sandboxed(code: str, **options):
     import getpass
 
     from bot.cli.common import load_settings
-    from bot.sandbox.client import SandboxBusy, SandboxClient
+    from bot.sandbox.client import SandboxBusy
+    from bot.sandbox.fleet_client import client_for
     from bot.sandbox.protocol import RunResult, busy
 
     settings = load_settings()
 
     async def once() -> RunResult:
         # The shared service when there is one: a run (~0.1 s), not a torch import (~5 s).
-        client = SandboxClient(address=settings.sandbox_address,
-                               allow_unbounded_memory=settings.sandbox_allow_unbounded_memory)
+        client = client_for(settings.sandbox_address,
+                            allow_unbounded_memory=settings.sandbox_allow_unbounded_memory)
         await client.start()
         try:
             # One run at a time per user of this machine, as for a learner on Discord.
@@ -81,16 +82,30 @@ def cmd_sandbox_serve(args) -> int:
     import os
 
     from bot.cli.common import load_settings
+    from bot.sandbox.broker import is_broker
     from bot.sandbox.client import PROJECT_ROOT, service_environment
+    from bot.sandbox.service import BROKER_VARIABLE
 
-    allow = load_settings().sandbox_allow_unbounded_memory
-    unbounded = ["--allow-unbounded-memory"] if allow else []
+    settings = load_settings()
+    unbounded = ["--allow-unbounded-memory"] if settings.sandbox_allow_unbounded_memory else []
+    environment = service_environment()
+    broker = args.broker or settings.sandbox_broker
+    if broker:
+        if not is_broker(broker):
+            print("--broker takes redis://user:password@host:port/db or rediss://...",
+                  file=sys.stderr)
+            return 2
+        # To the service through its environment: argv is visible to every local user.
+        environment[BROKER_VARIABLE] = broker
+        serving = ["--pool", args.device]
+    else:
+        serving = ["--listen", args.listen, "--mode", args.mode]
     os.chdir(PROJECT_ROOT)
-    tuning = [f"--{name}={value}" for name in ("limits", "parallel", "checkers", "connections")
+    tuning = [f"--{name}={value}" for name in ("limits", "parallel", "checkers", "connections",
+                                               "fleet")
               if (value := getattr(args, name)) is not None]
-    os.execve(sys.executable, [sys.executable, "-m", "bot.sandbox.service", "--listen",
-                               args.listen, "--mode", args.mode, *unbounded, *tuning],
-              service_environment())
+    os.execve(sys.executable, [sys.executable, "-m", "bot.sandbox.service", *serving,
+                               *unbounded, *tuning], environment)
 
 
 def cmd_sandbox_doctor(args) -> int:
@@ -152,15 +167,21 @@ def add_commands(sub) -> None:
     _code_file_arguments(sandbox.add_parser("run", help="run a Python file under the sandbox"),
                          cmd_sandbox_run)
     serve = sandbox.add_parser("serve", help="run the sandbox as a service (bots connect with "
-                                             "SANDBOX_ADDRESS)")
+                                             "SANDBOX_ADDRESS), or as a host of a fleet")
     serve.add_argument("--listen", default="unix:/run/tutor-sandbox.sock",
-                       help="unix:/path or tcp:127.0.0.1:PORT")
+                       help="the Unix socket of a service on this machine")
+    serve.add_argument("--broker", help="be a host of a fleet: take jobs from this Redis "
+                                        "(redis://tutor-sandbox:PASSWORD@host:6379/0; "
+                                        "rediss:// for TLS). Default: SANDBOX_BROKER")
+    serve.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                       help="with --broker: the pool this host serves (cuda: a GPU host)")
     serve.add_argument("--mode", default="660",
                        help="Unix socket permissions, octal (666: a private shared volume)")
     serve.add_argument("--parallel", help="jailed children at once (default: by memory)")
     for name, what in (("limits", "protocol.Limits (per run)"),
                        ("checkers", "checker_pool.PoolLimits (the judges)"),
-                       ("connections", "connections.ConnectionLimits")):
+                       ("connections", "connections.ConnectionLimits"),
+                       ("fleet", "broker.FleetTiming (with --broker)")):
         serve.add_argument(f"--{name}", help=f"JSON object overriding fields of {what}")
     serve.set_defaults(func=cmd_sandbox_serve)
     doctor = sandbox.add_parser("doctor", help="what isolation holds here (namespaces, seccomp, "

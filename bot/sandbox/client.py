@@ -30,18 +30,22 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 async def connect(address: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """"unix:/path" or "tcp:host:port" (loopback: the protocol has no authentication)."""
+    """"unix:/path": the socket of a `tutor sandbox serve` on this machine (the protocol has
+    no authentication; a fleet across machines goes through Redis, `fleet_client`)."""
     kind, _, where = address.partition(":")
     if kind == "unix":
         return await asyncio.open_unix_connection(where, limit=1 << 22)
-    if kind == "tcp":
-        host, _, port = where.rpartition(":")
-        return await asyncio.open_connection(host, int(port), limit=1 << 22)
-    raise ValueError(f"sandbox address must be unix:/path or tcp:host:port, not {address!r}")
+    raise ValueError(f"sandbox address must be unix:/path, redis:// or rediss://, "
+                     f"not {address!r}")
 
 
 class SandboxBusy(Exception):
-    """Not admitted; the message says why and what to do."""
+    """Not admitted; the message says why and what to do. `reason`: learner, rate, full,
+    unreachable or busy (for the refusals metric)."""
+
+    def __init__(self, message: str, reason: str = "busy"):
+        super().__init__(message)
+        self.reason = reason
 
 
 def service_environment() -> dict[str, str]:
@@ -61,7 +65,7 @@ class SandboxClient:
                  max_queue: int = 32, runs_per_minute: int = 6,
                  clock: Callable[[], float] = time.monotonic, address: str | None = None,
                  allow_unbounded_memory: bool = False):
-        """`address` ("unix:/path" or "tcp:host:port"): use a running `tutor sandbox serve`
+        """`address` ("unix:/path"): use a running `tutor sandbox serve`
         (shared by several bot processes) instead of starting a service of our own.
         `allow_unbounded_memory`: the operator's opt-in to run code on a host where the
         service can set no cgroup memory limit (our own service only)."""

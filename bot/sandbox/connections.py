@@ -204,7 +204,7 @@ class Listener:
 
 async def serve_socket(server: Server, address: str, mode: int = 0o660,
                        limits: ConnectionLimits | None = None) -> None:
-    """`tutor sandbox serve`: any number of bot processes, on a Unix socket or loopback."""
+    """`tutor sandbox serve`: any number of bot processes on this machine, on a Unix socket."""
     listener = Listener(server, limits or ConnectionLimits())
     kind, _, where = address.partition(":")
     if kind == "unix":
@@ -213,12 +213,8 @@ async def serve_socket(server: Server, address: str, mode: int = 0o660,
         socket_server = await asyncio.start_unix_server(listener.client, where,
                                                         limit=LINE_LIMIT)
         os.chmod(where, mode)  # 660: the bot's group may connect; nobody else
-    elif kind == "tcp":
-        host, _, port = where.rpartition(":")
-        socket_server = await asyncio.start_server(listener.client, host, int(port),
-                                                   limit=LINE_LIMIT)
     else:
-        raise SystemExit(f"--listen takes unix:/path or tcp:host:port, not {address!r}")
+        raise SystemExit(f"--listen takes unix:/path, not {address!r}")
     log.info("sandbox worker listening on %s", address)
     async with socket_server:
         await socket_server.serve_forever()

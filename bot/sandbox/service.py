@@ -1,7 +1,8 @@
 """The sandbox service: takes submissions, runs each in a jailed child, decides the verdict.
 
 Run as `python -m bot.sandbox.service` (JSON lines on stdin/stdout; bot.sandbox.client speaks
-to it) or through `tutor sandbox serve` on a socket. Four kinds of process:
+to it), through `tutor sandbox serve` on a Unix socket, or as one host of a fleet that takes
+its jobs from Redis (`fleet_host`, with SANDBOX_BROKER set). Four kinds of process:
 - this service: holds submissions, never runs learner code and never forks a jailed child;
   it decides each status (`verdict`);
 - a few checker processes (`checker_pool`): judge code checks (`content.checkers`) under a
@@ -42,6 +43,7 @@ from content import checkers
 from content.safe_text import code_span
 
 log = logging.getLogger("sandbox.worker")
+BROKER_VARIABLE = "SANDBOX_BROKER"  # redis://user:password@host:port/db, for a fleet host
 DISCARD_WAIT_S = 10.0  # how long a stop waits for the zygote to report a killed child
 
 
@@ -287,8 +289,8 @@ class SandboxService:
         return {**result, "report": report}
 
 
-async def _serve(server: SandboxService, listen: str | None, mode: int,
-                 connections: ConnectionLimits) -> None:
+async def _serve(server: SandboxService, serving) -> None:
+    """Start `server`, then run `serving(stop)`; SIGTERM sets `stop`."""
     # SIGTERM (docker stop, the client's stop) still gives back children and cgroups. It
     # sets an event rather than cancelling: Python 3.11's wait_for can swallow a
     # cancellation (a stop during start-up was lost and the service ran on).
@@ -296,17 +298,44 @@ async def _serve(server: SandboxService, listen: str | None, mode: int,
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     try:
         await server.start()
-        service = asyncio.ensure_future(
-            serve_socket(server, listen, mode, connections) if listen
-            else serve_stdio(server))
-        stopped = asyncio.ensure_future(stop.wait())
-        await asyncio.wait([service, stopped], return_when=asyncio.FIRST_COMPLETED)
-        for task in (service, stopped):
-            task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await service  # a service that failed raises here
+        await serving(stop)
     finally:
         await server.close()
+
+
+async def _until(stop: asyncio.Event, work) -> None:
+    """Serve connections until they end or `stop` (their runs are cancelled with them)."""
+    service = asyncio.ensure_future(work)
+    stopped = asyncio.ensure_future(stop.wait())
+    await asyncio.wait([service, stopped], return_when=asyncio.FIRST_COMPLETED)
+    for task in (service, stopped):
+        task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await service  # a service that failed raises here
+
+
+def _serving(server: SandboxService, args):
+    """What the service does once started: serve a socket, stdin, or a fleet's queue."""
+    if args.broker:
+        from bot.sandbox.broker import FleetTiming, connect
+        from bot.sandbox.fleet_host import FleetHost
+
+        timing = FleetTiming.for_limits(server.limits.wall_s, server.limits.reply_margin_s,
+                                        **args.fleet)
+
+        async def fleet(stop: asyncio.Event) -> None:
+            redis = connect(args.broker)
+            try:
+                await FleetHost(server, redis, args.pool, timing).serve(stop)
+            finally:
+                await redis.aclose()
+
+        return fleet  # a stop lets the runs in hand finish and answer
+    connections = ConnectionLimits(**args.connections)
+    if args.listen:
+        return lambda stop: _until(stop, serve_socket(server, args.listen, int(args.mode, 8),
+                                                      connections))
+    return lambda stop: _until(stop, serve_stdio(server))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -319,14 +348,25 @@ def main(argv: list[str] | None = None) -> None:
                         help="JSON object overriding fields of checker_pool.PoolLimits")
     parser.add_argument("--connections", type=json.loads, default={},
                         help="JSON object overriding fields of connections.ConnectionLimits")
-    parser.add_argument("--listen", help="serve on unix:/path or tcp:host:port instead of "
-                                         "stdin/stdout")
+    parser.add_argument("--listen", help="serve on unix:/path instead of stdin/stdout")
     parser.add_argument("--mode", default="660", help="the Unix socket's permissions (octal)")
+    parser.add_argument("--pool", choices=["cpu", "cuda"], default="cpu",
+                        help="with a broker: the device pool whose jobs this host takes")
+    parser.add_argument("--fleet", type=json.loads, default={},
+                        help="JSON object overriding fields of broker.FleetTiming")
     parser.add_argument("--allow-unbounded-memory", action="store_true",
                         help="run code even where no cgroup memory limit can be set")
     parser.add_argument("--cgroup-root", type=Path, default=cgroup_limits.ROOT,
                         help="where cgroupfs is mounted (tests point it elsewhere)")
     args = parser.parse_args(argv)
+    if args.listen and not args.listen.startswith("unix:"):
+        # No TCP: this protocol has no authentication. A fleet across machines goes through
+        # Redis, whose users, passwords and TLS guard it.
+        parser.error(f"--listen takes unix:/path, not {args.listen!r} (across machines, run "
+                     "a fleet: `tutor sandbox serve --broker redis://...`)")
+    # The broker's address holds a password: read from the environment (never argv, which
+    # every local user can see), and gone from it before any other process starts.
+    args.broker = os.environ.pop(BROKER_VARIABLE, None)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     limits = Limits(**args.limits)
@@ -338,8 +378,7 @@ def main(argv: list[str] | None = None) -> None:
                   "code will not be run (see `tutor sandbox doctor`)")
     server = SandboxService(limits, args.parallel, cgroups, allow, PoolLimits(**args.checkers))
     with contextlib.suppress(asyncio.CancelledError):
-        asyncio.run(_serve(server, args.listen, int(args.mode, 8),
-                           ConnectionLimits(**args.connections)))
+        asyncio.run(_serve(server, _serving(server, args)))
 
 
 if __name__ == "__main__":

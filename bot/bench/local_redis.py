@@ -1,0 +1,114 @@
+"""A throwaway `redis-server` on loopback with the fleet's users, for benchmarks and tests.
+
+It runs Debian's `redis-server` (`apt-get install redis-server`) in a temporary folder with no
+persistence, the default user off and the two users of `broker.acl_rules`. `restart()` stops
+it and starts it again on the same port: the queue is lost, as after a crash.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from bot.sandbox.broker import BOT_USER, HOST_USER, acl_rules
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class LocalRedis:
+    def __init__(self, *, tls: bool = False):
+        binary = shutil.which("redis-server") or "/usr/bin/redis-server"
+        if not Path(binary).exists():
+            raise RuntimeError("redis-server is not installed (apt-get install redis-server)")
+        self.binary = binary
+        self.folder = Path(tempfile.mkdtemp(prefix="tutor-redis-"))
+        self.port = _free_port()
+        self.tls = tls
+        self.bot_password = secrets.token_hex(12)
+        self.host_password = secrets.token_hex(12)
+        (self.folder / "users.acl").write_text(acl_rules(self.bot_password,
+                                                         self.host_password))
+        if tls:
+            self._make_certificate()
+        self.process: subprocess.Popen | None = None
+
+    def _make_certificate(self) -> None:
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days",
+                        "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                        "-keyout", str(self.folder / "key.pem"),
+                        "-out", str(self.folder / "cert.pem")],
+                       check=True, capture_output=True)
+
+    def url(self, user: str, password: str | None = None) -> str:
+        if password is None:
+            password = {BOT_USER: self.bot_password, HOST_USER: self.host_password}[user]
+        if self.tls:
+            return (f"rediss://{user}:{password}@127.0.0.1:{self.port}/0"
+                    f"?ssl_ca_certs={self.folder / 'cert.pem'}")
+        return f"redis://{user}:{password}@127.0.0.1:{self.port}/0"
+
+    @property
+    def bot_url(self) -> str:
+        return self.url(BOT_USER)
+
+    @property
+    def host_url(self) -> str:
+        return self.url(HOST_USER)
+
+    def start(self, timeout_s: float = 30.0) -> LocalRedis:
+        listen = (["--port", "0", "--tls-port", str(self.port),
+                   "--tls-cert-file", str(self.folder / "cert.pem"),
+                   "--tls-key-file", str(self.folder / "key.pem"),
+                   "--tls-ca-cert-file", str(self.folder / "cert.pem"),
+                   "--tls-auth-clients", "no"] if self.tls else ["--port", str(self.port)])
+        self.process = subprocess.Popen(
+            [self.binary, *listen, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", str(self.folder), "--aclfile", str(self.folder / "users.acl"),
+             "--logfile", str(self.folder / "redis.log")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + timeout_s
+        while "Ready to accept connections" not in self.log():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"redis-server did not start: {self.log()[-2000:]}")
+            time.sleep(0.02)
+        return self
+
+    def log(self) -> str:
+        try:
+            return (self.folder / "redis.log").read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def stop(self, kill: bool = False) -> None:
+        if self.process is not None and self.process.poll() is None:
+            if kill:
+                self.process.kill()
+            else:
+                self.process.terminate()
+            self.process.wait(30)
+        self.process = None
+
+    def restart(self) -> None:
+        """A crash and a restart: everything in it is gone (no persistence)."""
+        self.stop(kill=True)
+        (self.folder / "redis.log").unlink(missing_ok=True)
+        self.start()
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def __enter__(self) -> LocalRedis:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,203 @@
+"""The sandbox fleet's meeting place: Redis, shared by every bot process and sandbox host.
+
+Bot processes (`fleet_client`) admit a run and add it to the job stream of a device pool;
+sandbox hosts (`fleet_host`) read their pool's stream as consumers of one group, run each
+job and write the reply to the stream of the bot process that sent it. What lives where,
+under one prefix (`tutor:sandbox:` by default):
+
+    jobs:{pool}          stream, one entry a run; group `hosts`; an entry is deleted once
+                         answered, so its length is the queue (runs waiting or running)
+    replies:{bot}        stream per bot process, trimmed and expiring
+    admit:learner:{key}  the learner's one run in flight (its request id), expiring
+    admit:rate:{key}     the learner's runs this minute (sorted set), expiring
+    admit:queue:{pool}   runs admitted and not yet answered (sorted set by deadline)
+    admit:epoch          a random mark: gone after a restart that lost the queue
+    hosts:{pool}         hash: each live host's load, refreshed by the host
+    hosts:reclaims:{pool} runs taken over from a host that stopped answering
+
+The two users (`acl_rules`) each get only their part: the bot adds jobs and reads replies and
+hosts; a host reads and acknowledges jobs and writes replies. The jobs carry no secret.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+
+POOLS = ("cpu", "cuda")
+GROUP = "hosts"
+PREFIX = "tutor:sandbox:"
+BOT_USER, HOST_USER = "tutor-bot", "tutor-sandbox"
+
+
+def is_broker(address: str | None) -> bool:
+    return bool(address) and address.startswith(("redis://", "rediss://"))
+
+
+@dataclass(frozen=True)
+class Keys:
+    prefix: str = PREFIX
+
+    def jobs(self, pool: str) -> str:
+        return f"{self.prefix}jobs:{pool}"
+
+    def replies(self, bot: str) -> str:
+        return f"{self.prefix}replies:{bot}"
+
+    def learner(self, learner: str) -> str:
+        return f"{self.prefix}admit:learner:{learner}"
+
+    def rate(self, learner: str) -> str:
+        return f"{self.prefix}admit:rate:{learner}"
+
+    def queue(self, pool: str) -> str:
+        return f"{self.prefix}admit:queue:{pool}"
+
+    @property
+    def epoch(self) -> str:
+        return f"{self.prefix}admit:epoch"
+
+    def hosts(self, pool: str) -> str:
+        return f"{self.prefix}hosts:{pool}"
+
+    def reclaims(self, pool: str) -> str:
+        return f"{self.prefix}hosts:reclaims:{pool}"
+
+
+@dataclass(frozen=True)
+class FleetTiming:
+    """How long things wait, in seconds. A host takes over a run whose host has been silent
+    for `claim_idle_s` (the run's wall limit plus a margin for judging); the bot gives up
+    on a run after `patience_s`, long enough for one takeover and a second run."""
+
+    patience_s: float = 50.0
+    claim_idle_s: float = 30.0
+    claim_every_s: float = 2.0  # how often a host with a free slot looks for orphans
+    heartbeat_s: float = 5.0  # a host's load in `hosts:{pool}`; stale after 3 beats
+    reply_ttl_s: float = 300.0  # a dead bot's replies vanish after this
+    block_s: float = 2.0  # one blocking read; also how soon a stop is noticed
+
+    @classmethod
+    def for_limits(cls, wall_s: float, reply_margin_s: float, **overrides) -> FleetTiming:
+        values = {"patience_s": wall_s + 2 * reply_margin_s,
+                  "claim_idle_s": wall_s + reply_margin_s, **overrides}
+        return cls(**values)
+
+
+def redacted(address: str) -> str:
+    """The address without its password, for logs."""
+    from urllib.parse import urlsplit
+
+    if not is_broker(address):
+        return address
+    parts = urlsplit(address)
+    where = f"{parts.hostname}:{parts.port or 6379}"
+    return f"{parts.scheme}://{parts.username or ''}{'@' if parts.username else ''}{where}"
+
+
+def connect(url: str, **options):
+    """An asyncio Redis client for `redis://user:password@host:port/db` or `rediss://`
+    (TLS; `?ssl_ca_certs=/path` to trust a private CA). Replies as text."""
+    import redis.asyncio as aioredis
+
+    return aioredis.from_url(url, decode_responses=True, socket_connect_timeout=5,
+                             health_check_interval=30, lib_name=None, lib_version=None,
+                             **options)
+
+
+def redis_ms(time_reply) -> int:
+    """Redis's TIME reply as milliseconds: one clock for every host and bot."""
+    seconds, micros = time_reply
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
+class Clock:
+    """Redis's clock, read once and then followed locally (entry ids are on it too)."""
+
+    def __init__(self) -> None:
+        self.offset_ms = 0.0
+
+    async def sync(self, redis) -> None:
+        self.offset_ms = redis_ms(await redis.time()) - time.time() * 1000
+
+    def now_ms(self) -> int:
+        return int(time.time() * 1000 + self.offset_ms)
+
+
+def entry_ms(entry_id: str) -> int:
+    return int(entry_id.split("-", 1)[0])
+
+
+def job_fields(rid: str, bot: str, learner: str, patience_ms: int, request: dict) -> dict:
+    return {"rid": rid, "reply_to": bot, "learner": learner, "patience_ms": str(patience_ms),
+            "request": json.dumps(request, ensure_ascii=False)}
+
+
+# One atomic admission across every bot process: the learner's one run in flight, their
+# runs this minute, and the pool's queue bound. Modes: "learner" (all three), "anonymous"
+# (a tool's run: the queue bound only), "again" (a run lost with the queue, sent once
+# more: the queue bound only). Replies {"ok"|"learner"|"rate"|"full", wait_ms}.
+ADMIT = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local rid, patience, per_minute = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local queue_max, mode = tonumber(ARGV[4]), ARGV[5]
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+if mode == 'learner' then
+  local holder = redis.call('GET', KEYS[1])
+  if holder and holder ~= rid then return {'learner', 0} end
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - 60000)
+  if redis.call('ZCARD', KEYS[2]) >= per_minute then
+    local oldest = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+    return {'rate', tonumber(oldest[2]) + 60000 - now}
+  end
+end
+if redis.call('ZCARD', KEYS[3]) >= queue_max then return {'full', 0} end
+if mode ~= 'anonymous' then
+  redis.call('SET', KEYS[1], rid, 'PX', patience)
+end
+if mode == 'learner' then
+  redis.call('ZADD', KEYS[2], now, rid)
+  redis.call('PEXPIRE', KEYS[2], 60000)
+end
+redis.call('ZADD', KEYS[3], now + patience, rid)
+redis.call('PEXPIRE', KEYS[3], patience)
+return {'ok', 0}
+"""
+
+# The run is answered (or given up): its learner may send another, its queue place is free.
+RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+redis.call('ZREM', KEYS[2], ARGV[1])
+return 1
+"""
+
+_BOT_COMMANDS = ("eval", "evalsha", "script|load", "set", "get", "del", "zadd", "zrem",
+                 "zcard", "zrange", "zremrangebyscore", "pexpire", "time", "xadd", "xlen",
+                 "xread", "hgetall", "ping", "hello", "auth")
+_HOST_COMMANDS = ("xreadgroup", "xack", "xautoclaim", "xpending", "xdel", "xgroup|create",
+                  "xgroup|delconsumer", "xinfo|consumers", "xadd", "pexpire", "time", "hset",
+                  "hdel", "hgetall", "incr", "ping", "hello", "auth")
+
+
+def acl_rules(bot_password: str, host_password: str, prefix: str = PREFIX) -> str:
+    """Redis's ACL file for the fleet: the default user off; the bot's user may admit runs,
+    add jobs, read replies and the hosts' load, and nothing else; the hosts' user may read,
+    claim and acknowledge jobs and write replies. `>password` lines: keep the file private."""
+    def commands(names: tuple[str, ...]) -> str:
+        return " ".join(f"+{name}" for name in names)
+
+    for password in (bot_password, host_password):
+        if not password or any(c.isspace() for c in password):
+            raise ValueError("each password must be non-empty, without spaces")
+    return "\n".join([
+        "user default off",
+        f"user {BOT_USER} on >{bot_password} resetkeys ~{prefix}admit:* "
+        f"%W~{prefix}jobs:* %R~{prefix}replies:* %R~{prefix}hosts:* resetchannels -@all "
+        f"{commands(_BOT_COMMANDS)}",
+        f"user {HOST_USER} on >{host_password} resetkeys ~{prefix}jobs:* "
+        f"%W~{prefix}replies:* ~{prefix}hosts:* resetchannels -@all "
+        f"{commands(_HOST_COMMANDS)}",
+        "",
+    ])

@@ -1,0 +1,294 @@
+"""The bot's side of a sandbox fleet: runs go through Redis to whichever host is free.
+
+Admission is one atomic script in Redis (`broker.ADMIT`), so a learner has one run in
+flight and a few a minute whichever bot process (shard) they click in, and a pool's queue
+is bounded for the whole fleet. Replies come back on this process's own stream; the first
+reply for a run is kept. Every run is answered by its deadline: a Redis that restarted and
+lost the queue gets the runs this process was waiting for once more; a Redis that cannot be
+reached refuses new runs with a message the learner can act on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import itertools
+import json
+import logging
+import secrets
+from collections import Counter
+from dataclasses import dataclass, field
+
+from redis.exceptions import RedisError
+
+from bot.sandbox.broker import (
+    ADMIT,
+    POOLS,
+    PREFIX,
+    RELEASE,
+    Clock,
+    FleetTiming,
+    Keys,
+    connect,
+    job_fields,
+)
+from bot.sandbox.client import SandboxBusy, SandboxClient
+from bot.sandbox.protocol import Limits, RunResult, ServiceInfo, busy, decode, failed
+
+log = logging.getLogger(__name__)
+UNREACHABLE = "The code runner cannot be reached right now; try again in a minute."
+HOSTS_FRESH_S = 5.0  # how long a look at the hosts' load is reused
+
+
+def client_for(address: str | None, **options):
+    """The sandbox client an address asks for: a fleet behind Redis (`redis://`,
+    `rediss://`), a shared service (`unix:/path`), or a service of our own (None)."""
+    if address and address.startswith(("redis://", "rediss://")):
+        allowed = {"limits", "max_queue", "runs_per_minute", "timing", "prefix"}
+        return FleetClient(address, **{k: v for k, v in options.items() if k in allowed})
+    return SandboxClient(address=address, **options)
+
+
+@dataclass
+class _Run:
+    rid: str
+    pool: str
+    learner: str  # the admission key: the learner's, or the run's own for a tool's run
+    request: dict
+    future: asyncio.Future
+    deadline: float  # on the loop's clock
+    sent_again: bool = False
+
+
+@dataclass
+class FleetStats:
+    """What the fleet looks like from here, for /metrics."""
+
+    queue: dict[str, int] = field(default_factory=dict)  # per pool: waiting or running
+    in_flight: dict[tuple[str, str], int] = field(default_factory=dict)  # (pool, host)
+    reclaims: dict[str, int] = field(default_factory=dict)  # per pool, since Redis began
+
+
+class FleetClient:
+    service_pid = None  # no process of our own
+
+    def __init__(self, address: str, *, limits: Limits | None = None, max_queue: int = 64,
+                 runs_per_minute: int = 6, timing: FleetTiming | None = None,
+                 prefix: str = PREFIX):
+        self.address = address
+        self.limits = limits or Limits()
+        self.timing = timing or FleetTiming.for_limits(self.limits.wall_s,
+                                                       self.limits.reply_margin_s)
+        self.max_queue = max_queue
+        self.runs_per_minute = runs_per_minute
+        self.keys = Keys(prefix)
+        self.bot = secrets.token_hex(8)
+        self.replies = self.keys.replies(self.bot)
+        self.refusals: Counter[str] = Counter()
+        self.clock = Clock()
+        self.redis = None
+        self._runs: dict[str, _Run] = {}
+        self._serial = itertools.count(1)
+        self._reader: asyncio.Task | None = None
+        self._epoch: str | None = None
+        self._hosts: tuple[float, dict] = (0.0, {})
+
+    # -- connection ----------------------------------------------------------------------
+
+    async def start(self) -> ServiceInfo:
+        """Reach Redis as the bot's user (a wrong password fails here) and return what the
+        live hosts say of themselves."""
+        self.redis = connect(self.address)
+        self._admit = self.redis.register_script(ADMIT)
+        self._release = self.redis.register_script(RELEASE)
+        await self.clock.sync(self.redis)
+        self._epoch = await self._current_epoch()
+        self._reader = asyncio.create_task(self._read_replies())
+        return await self.info()
+
+    async def stop(self) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
+        for run in self._runs.values():
+            if not run.future.done():
+                run.future.set_result(failed("the bot is shutting down"))
+        if self.redis is not None:
+            await self.redis.aclose()
+
+    async def _current_epoch(self) -> str:
+        await self.redis.set(self.keys.epoch, secrets.token_hex(8), nx=True)
+        return await self.redis.get(self.keys.epoch)
+
+    async def hosts(self) -> dict[str, dict[str, dict]]:
+        """{pool: {host: its last report}} for the hosts heard from lately."""
+        loop = asyncio.get_running_loop()
+        seen_at, hosts = self._hosts
+        if loop.time() - seen_at < HOSTS_FRESH_S:
+            return hosts
+        stale = self.clock.now_ms() - 3 * self.timing.heartbeat_s * 1000
+        hosts = {}
+        for pool in POOLS:
+            hosts[pool] = {}
+            for name, value in (await self.redis.hgetall(self.keys.hosts(pool))).items():
+                with contextlib.suppress(ValueError, TypeError, KeyError):
+                    report = json.loads(value)
+                    if report["seen_ms"] >= stale:
+                        hosts[pool][name] = report
+        self._hosts = (loop.time(), hosts)
+        return hosts
+
+    async def info(self) -> ServiceInfo:
+        """Code runs when any live host runs it, or when no host has reported yet (they
+        start beside the bots and take the queue when they come)."""
+        reports = [r for pool in (await self.hosts()).values() for r in pool.values()]
+        runs_code = any(r.get("runs_code") for r in reports) if reports else True
+        limited = [r.get("memory_limited") for r in reports]
+        return ServiceInfo(runs_code=runs_code,
+                           memory_limited=all(limited) if limited else None,
+                           gpu=any(r.get("gpu") for r in reports),
+                           slots=sum(int(r.get("slots") or 0) for r in reports) or None)
+
+    async def stats(self) -> FleetStats:
+        stats = FleetStats()
+        for pool in POOLS:
+            stats.queue[pool] = await self.redis.xlen(self.keys.jobs(pool))
+            stats.reclaims[pool] = int(await self.redis.get(self.keys.reclaims(pool)) or 0)
+        self._hosts = (0.0, self._hosts[1])  # a fresh look
+        for pool, reports in (await self.hosts()).items():
+            for name, report in reports.items():
+                stats.in_flight[(pool, name)] = int(report.get("in_flight") or 0)
+        return stats
+
+    # -- submissions ---------------------------------------------------------------------
+
+    async def run(self, code: str, *, learner: str | None = None, mode: str = "run",
+                  checker: str | None = None, device: str = "cpu") -> RunResult:
+        """Run code on the fleet; raise SandboxBusy when not admitted (or Redis is away)."""
+        loop = asyncio.get_running_loop()
+        rid = f"{self.bot}-{next(self._serial)}"
+        try:
+            pool = "cuda" if device == "cuda" and (await self.hosts())["cuda"] else "cpu"
+            key = _learner_key(learner) if learner is not None else rid
+            run = _Run(rid, pool, key, {"code": code, "mode": mode, "checker": checker,
+                                        "device": device},
+                       loop.create_future(), loop.time() + self.timing.patience_s)
+            await self._enter(run, "learner" if learner is not None else "anonymous")
+        except RedisError as exc:
+            log.warning("sandbox broker unreachable: %s", exc)
+            raise self._refuse("unreachable", UNREACHABLE) from None
+        self._runs[rid] = run
+        try:
+            try:
+                reply = await asyncio.wait_for(asyncio.shield(run.future),
+                                               run.deadline - loop.time())
+            except TimeoutError:
+                log.error("no sandbox host answered run %s in %.0f s", rid,
+                          self.timing.patience_s)
+                reply = failed(f"the sandbox did not answer within "
+                               f"{self.timing.patience_s:.0f} s")
+        finally:
+            del self._runs[rid]
+            with contextlib.suppress(RedisError, OSError):
+                await self._release(keys=[self.keys.learner(run.learner),
+                                          self.keys.queue(run.pool)], args=[rid])
+        result = RunResult.from_wire(reply)
+        if result.busy:
+            raise self._refuse("busy", result.stderr or "The code runner is busy; try again.")
+        return result
+
+    async def _enter(self, run: _Run, mode: str) -> None:
+        """Admit the run (raising SandboxBusy) and add it to its pool's queue."""
+        remaining_ms = max(1, int((run.deadline - asyncio.get_running_loop().time()) * 1000))
+        verdict, wait_ms = await self._admit(
+            keys=[self.keys.learner(run.learner), self.keys.rate(run.learner),
+                  self.keys.queue(run.pool)],
+            args=[run.rid, remaining_ms, self.runs_per_minute, self.max_queue, mode])
+        if verdict == "learner":
+            raise self._refuse("learner", "Your previous code is still running; wait for "
+                                          "its verdict.")
+        if verdict == "rate":
+            raise self._refuse("rate", f"That's {self.runs_per_minute} runs this minute; "
+                                       f"try again in {max(1, int(wait_ms) // 1000)} s.")
+        if verdict == "full":
+            raise self._refuse("full", "The code runner is busy right now; try again in a "
+                                       "minute.")
+        try:
+            await self.redis.xadd(self.keys.jobs(run.pool),
+                                  job_fields(run.rid, self.bot, run.learner, remaining_ms,
+                                             run.request),
+                                  maxlen=self.max_queue, approximate=False)
+        except BaseException:
+            with contextlib.suppress(RedisError, OSError):
+                await self._release(keys=[self.keys.learner(run.learner),
+                                          self.keys.queue(run.pool)], args=[run.rid])
+            raise
+
+    def _refuse(self, reason: str, message: str) -> SandboxBusy:
+        self.refusals[reason] += 1
+        return SandboxBusy(message, reason=reason)
+
+    # -- replies -------------------------------------------------------------------------
+
+    async def _read_replies(self) -> None:
+        last, lost, backoff = "0-0", False, 0.2
+        while True:
+            try:
+                if lost or self._runs:
+                    last = await self._after_a_loss(last, lost)
+                    lost, backoff = False, 0.2
+                streams = await self.redis.xread({self.replies: last}, count=100,
+                                                 block=int(self.timing.block_s * 1000))
+            except (RedisError, OSError) as exc:
+                if not lost:
+                    log.warning("lost the sandbox broker (%s); reconnecting", exc)
+                lost = True
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+                continue
+            for _, entries in streams or ():
+                for entry_id, fields in entries:
+                    last = entry_id
+                    self._deliver(fields)
+
+    def _deliver(self, fields: dict) -> None:
+        run = self._runs.get(fields.get("rid"))
+        if run is None or run.future.done():
+            return  # answered already (a host that was slow, not dead), or given up
+        try:
+            reply = decode(fields.get("result", "").encode())
+        except ValueError:
+            reply = failed("a sandbox host sent a reply this bot cannot read")
+        run.future.set_result(reply)
+
+    async def _after_a_loss(self, last: str, lost: bool) -> str:
+        """Whether Redis lost its data (a restart without persistence): then the runs this
+        process waits for are sent once more, and the reply stream starts anew."""
+        epoch = await self._current_epoch()
+        if epoch == self._epoch:
+            return last
+        log.error("the sandbox broker lost its queue; sending %d waiting runs again",
+                  len(self._runs))
+        self._epoch = epoch
+        await self.clock.sync(self.redis)
+        for run in list(self._runs.values()):
+            if run.future.done():
+                continue
+            if run.sent_again:
+                run.future.set_result(failed("the sandbox lost this run twice; try again"))
+                continue
+            run.sent_again = True
+            try:
+                await self._enter(run, "again")
+            except SandboxBusy as exc:
+                run.future.set_result(busy(str(exc)))
+        return "0-0"
+
+
+def _learner_key(learner: str) -> str:
+    """Short and plain whatever the caller's key looks like."""
+    if len(learner) <= 100 and learner.isprintable():
+        return learner
+    return "sha256:" + hashlib.sha256(learner.encode("utf-8", "replace")).hexdigest()

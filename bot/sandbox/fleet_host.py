@@ -1,0 +1,211 @@
+"""A sandbox host in a fleet: one consumer of its device pool's job stream (`broker`).
+
+The host takes a job only when it has a free slot, runs it through its `SandboxService`
+(jail, limits, verdict: the same as a single host), writes the reply to the stream of the
+bot process that sent it and only then acknowledges and deletes the job. A job whose host
+went silent past `claim_idle_s` is taken over by any host with a free slot and run once
+more; a run lost twice is answered as a crash. Every wait is bounded by the job's own
+deadline, so a Redis that goes away costs replies late, never a host that hangs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import secrets
+import socket
+
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from bot.sandbox.broker import GROUP, Clock, FleetTiming, Keys, entry_ms
+from bot.sandbox.protocol import encode, failed
+
+log = logging.getLogger("sandbox.fleet")
+LOST_TWICE = "the sandbox crashed while running this code"
+REPLIES_KEPT = 1000  # per bot process; replies are read within milliseconds
+CONSUMER_FORGOTTEN_MS = 600_000  # a host gone this long with nothing pending
+
+
+class FleetHost:
+    def __init__(self, service, redis, pool: str = "cpu", timing: FleetTiming | None = None,
+                 keys: Keys | None = None, name: str | None = None):
+        self.service, self.redis, self.pool = service, redis, pool
+        self.timing = timing or FleetTiming.for_limits(service.limits.wall_s,
+                                                       service.limits.reply_margin_s)
+        self.keys = keys or Keys()
+        self.jobs = self.keys.jobs(pool)
+        self.name = name or f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
+        self.clock = Clock()
+        self.running: set[asyncio.Task] = set()
+        self._next_claim = 0.0
+
+    # -- the loop ------------------------------------------------------------------------
+
+    async def serve(self, stop: asyncio.Event) -> None:
+        """Take and run jobs until `stop`; then finish the runs in hand and leave."""
+        beat = asyncio.ensure_future(self._heartbeat(stop))
+        joined, backoff = False, 0.2
+        try:
+            while not stop.is_set():
+                if len(self.running) >= self.service.admission.slots:
+                    await self._first_of(stop, *self.running)
+                    continue
+                try:
+                    if not joined:
+                        await self._join()
+                        joined = True
+                    job = await self._next_job()
+                    backoff = 0.2
+                except ResponseError as exc:
+                    if "NOGROUP" not in str(exc):
+                        raise
+                    joined = False  # the queue was lost (a Redis restart): join it anew
+                    continue
+                except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+                    log.warning("sandbox broker unreachable (%s); retrying", exc)
+                    await self._first_of(stop, asyncio.ensure_future(asyncio.sleep(backoff)))
+                    backoff = min(backoff * 2, 5.0)
+                    joined = False
+                    continue
+                if job is not None:
+                    task = asyncio.ensure_future(self._handle(*job))
+                    self.running.add(task)
+                    task.add_done_callback(self.running.discard)
+        finally:
+            if self.running:  # each ends by its own deadline
+                await asyncio.gather(*self.running, return_exceptions=True)
+            beat.cancel()
+            with contextlib.suppress(asyncio.CancelledError, RedisError, OSError):
+                await beat
+            with contextlib.suppress(RedisError, OSError):
+                await self.redis.hdel(self.keys.hosts(self.pool), self.name)
+
+    @staticmethod
+    async def _first_of(stop: asyncio.Event, *tasks) -> None:
+        stopped = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait([stopped, *tasks], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+
+    async def _join(self) -> None:
+        await self.clock.sync(self.redis)
+        try:  # from the start of the stream: jobs may have waited for the first host
+            await self.redis.xgroup_create(self.jobs, GROUP, id="0", mkstream=True)
+        except ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+
+    async def _next_job(self) -> tuple[str, dict, int] | None:
+        """(entry id, fields, deliveries): an orphan first, when it is time to look."""
+        loop = asyncio.get_running_loop()
+        if loop.time() >= self._next_claim:
+            self._next_claim = loop.time() + self.timing.claim_every_s
+            orphan = await self._reclaim()
+            if orphan is not None:
+                self._next_claim = loop.time()  # there may be more
+                return orphan
+        reply = await self.redis.xreadgroup(GROUP, self.name, {self.jobs: ">"}, count=1,
+                                            block=int(self.timing.block_s * 1000))
+        for _, entries in reply or ():
+            for entry_id, fields in entries:
+                return entry_id, fields, 1
+        return None
+
+    async def _reclaim(self) -> tuple[str, dict, int] | None:
+        _, entries, deleted = await self.redis.xautoclaim(
+            self.jobs, GROUP, self.name, int(self.timing.claim_idle_s * 1000), "0-0", count=1)
+        if deleted:  # trimmed while their host was silent: nothing to run
+            await self.redis.xack(self.jobs, GROUP, *deleted)
+        for entry_id, fields in entries:
+            pending = await self.redis.xpending_range(self.jobs, GROUP, entry_id, entry_id, 1)
+            deliveries = pending[0]["times_delivered"] if pending else 2
+            await self.redis.incr(self.keys.reclaims(self.pool))
+            log.warning("took over run %s from a silent host (delivery %d)", entry_id,
+                        deliveries)
+            return entry_id, fields, deliveries
+        return None
+
+    # -- one job -------------------------------------------------------------------------
+
+    async def _handle(self, entry_id: str, fields: dict, deliveries: int) -> None:
+        try:
+            rid, bot = fields["rid"], fields["reply_to"]
+            deadline_ms = entry_ms(entry_id) + int(fields["patience_ms"])
+            request = json.loads(fields["request"])
+            if not isinstance(request, dict):
+                raise ValueError("the request is not an object")
+        except (KeyError, TypeError, ValueError):
+            log.error("dropped a malformed job %s", entry_id)
+            await self._settle(entry_id, None, deadline_ms=self.clock.now_ms() + 10_000)
+            return
+        if deliveries > 2:
+            result = failed(LOST_TWICE)
+        elif self.clock.now_ms() + self.service.limits.wall_s * 1000 > deadline_ms:
+            result = None  # its bot gives up before this could finish: do not run it
+        else:
+            # Per run, not per learner: the bots' admission already holds one run per
+            # learner across the fleet, and a run sent again must not wait on itself.
+            result = await self.service.execute(request, f"run:{rid}")
+        await self._settle(entry_id, None if result is None else (bot, rid, result),
+                           deadline_ms)
+
+    async def _settle(self, entry_id: str, reply: tuple[str, str, dict] | None,
+                      deadline_ms: int) -> None:
+        """Write the reply, then acknowledge and delete the job, in one transaction; keep
+        trying while the reply can still be of use."""
+        while True:
+            try:
+                pipe = self.redis.pipeline(transaction=True)
+                if reply is not None:
+                    bot, rid, result = reply
+                    replies = self.keys.replies(bot)
+                    pipe.xadd(replies, {"rid": rid, "result": encode(result).decode()},
+                              maxlen=REPLIES_KEPT, approximate=True)
+                    pipe.pexpire(replies, int(self.timing.reply_ttl_s * 1000))
+                pipe.xack(self.jobs, GROUP, entry_id)
+                pipe.xdel(self.jobs, entry_id)
+                await pipe.execute(raise_on_error=False)
+                return
+            except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+                if self.clock.now_ms() > deadline_ms:
+                    log.error("could not deliver the reply to run %s (%s)", entry_id, exc)
+                    return
+                await asyncio.sleep(0.5)
+
+    # -- what others see of this host ----------------------------------------------------
+
+    async def _heartbeat(self, stop: asyncio.Event) -> None:
+        hosts = self.keys.hosts(self.pool)
+        while not stop.is_set():
+            try:
+                await self.clock.sync(self.redis)
+                now = self.clock.now_ms()
+                info = self.service.info()
+                await self.redis.hset(hosts, self.name, json.dumps({
+                    "seen_ms": now, "in_flight": len(self.running),
+                    "slots": self.service.admission.slots, "runs_code": info["runs_code"],
+                    "gpu": info["gpu"], "cgroups": info["cgroups"],
+                    "memory_limited": info["memory_limited"]}))
+                await self._forget_the_gone(hosts, now)
+            except (RedisError, OSError) as exc:
+                log.debug("heartbeat failed: %s", exc)
+            await self._first_of(stop, asyncio.ensure_future(
+                asyncio.sleep(self.timing.heartbeat_s)))
+
+    async def _forget_the_gone(self, hosts: str, now: int) -> None:
+        stale = now - 3 * self.timing.heartbeat_s * 1000
+        for name, value in (await self.redis.hgetall(hosts)).items():
+            with contextlib.suppress(ValueError, TypeError, KeyError):
+                if json.loads(value)["seen_ms"] < stale:
+                    await self.redis.hdel(hosts, name)
+        with contextlib.suppress(ResponseError):  # no group yet
+            for consumer in await self.redis.xinfo_consumers(self.jobs, GROUP):
+                if (consumer["name"] != self.name and consumer["pending"] == 0
+                        and consumer["idle"] > CONSUMER_FORGOTTEN_MS):
+                    await self.redis.xgroup_delconsumer(self.jobs, GROUP, consumer["name"])
