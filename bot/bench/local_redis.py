@@ -1,7 +1,7 @@
 """A throwaway `redis-server` on loopback with the fleet's users, for benchmarks and tests.
 
 It runs Debian's `redis-server` (`apt-get install redis-server`) in a temporary folder with no
-persistence, the default user off and the two users of `broker.acl_rules`. `restart()` stops
+persistence, the default user off, the two users of `broker.acl_rules` and an admin. `restart()` stops
 it and starts it again on the same port: the queue is lost, as after a crash.
 """
 
@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 
 from bot.sandbox.broker import BOT_USER, HOST_USER, acl_rules
+
+ADMIN_USER = "tutor-admin"
 
 
 def _free_port() -> int:
@@ -35,8 +37,11 @@ class LocalRedis:
         self.tls = tls
         self.bot_password = secrets.token_hex(12)
         self.host_password = secrets.token_hex(12)
-        (self.folder / "users.acl").write_text(acl_rules(self.bot_password,
-                                                         self.host_password))
+        # An operator's user beside the fleet's, for tests and benchmarks to look inside.
+        self.admin_password = secrets.token_hex(12)
+        (self.folder / "users.acl").write_text(
+            acl_rules(self.bot_password, self.host_password)
+            + f"user {ADMIN_USER} on >{self.admin_password} ~* &* +@all\n")
         if tls:
             self._make_certificate()
         self.process: subprocess.Popen | None = None
@@ -50,7 +55,8 @@ class LocalRedis:
 
     def url(self, user: str, password: str | None = None) -> str:
         if password is None:
-            password = {BOT_USER: self.bot_password, HOST_USER: self.host_password}[user]
+            password = {BOT_USER: self.bot_password, HOST_USER: self.host_password,
+                        ADMIN_USER: self.admin_password}[user]
         if self.tls:
             return (f"rediss://{user}:{password}@127.0.0.1:{self.port}/0"
                     f"?ssl_ca_certs={self.folder / 'cert.pem'}")
@@ -63,6 +69,10 @@ class LocalRedis:
     @property
     def host_url(self) -> str:
         return self.url(HOST_USER)
+
+    @property
+    def admin_url(self) -> str:
+        return self.url(ADMIN_USER)
 
     def start(self, timeout_s: float = 30.0) -> LocalRedis:
         listen = (["--port", "0", "--tls-port", str(self.port),

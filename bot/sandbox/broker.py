@@ -102,8 +102,7 @@ def connect(url: str, **options):
     import redis.asyncio as aioredis
 
     return aioredis.from_url(url, decode_responses=True, socket_connect_timeout=5,
-                             health_check_interval=30, lib_name=None, lib_version=None,
-                             **options)
+                             socket_timeout=30, health_check_interval=30, **options)
 
 
 def redis_ms(time_reply) -> int:
@@ -178,7 +177,8 @@ _BOT_COMMANDS = ("eval", "evalsha", "script|load", "set", "get", "del", "zadd", 
                  "xread", "hgetall", "ping", "hello", "auth")
 _HOST_COMMANDS = ("xreadgroup", "xack", "xautoclaim", "xpending", "xdel", "xgroup|create",
                   "xgroup|delconsumer", "xinfo|consumers", "xadd", "pexpire", "time", "hset",
-                  "hdel", "hgetall", "incr", "ping", "hello", "auth")
+                  "hdel", "hgetall", "incr", "multi", "exec", "discard", "ping", "hello",
+                  "auth")
 
 
 def acl_rules(bot_password: str, host_password: str, prefix: str = PREFIX) -> str:

@@ -91,6 +91,7 @@ class FleetClient:
         self._runs: dict[str, _Run] = {}
         self._serial = itertools.count(1)
         self._reader: asyncio.Task | None = None
+        self._stopping = False
         self._epoch: str | None = None
         self._hosts: tuple[float, dict] = (0.0, {})
 
@@ -108,15 +109,18 @@ class FleetClient:
         return await self.info()
 
     async def stop(self) -> None:
+        self._stopping = True
         if self._reader is not None:
             self._reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reader
+            # Bounded: a cancellation that lands inside the Redis client can come back as a
+            # connection error, which the reader survives (it then sees `_stopping`).
+            await asyncio.wait([self._reader], timeout=self.timing.block_s + 5)
         for run in self._runs.values():
             if not run.future.done():
                 run.future.set_result(failed("the bot is shutting down"))
         if self.redis is not None:
-            await self.redis.aclose()
+            with contextlib.suppress(RedisError, OSError, TimeoutError):
+                await asyncio.wait_for(self.redis.aclose(), 5)
 
     async def _current_epoch(self) -> str:
         await self.redis.set(self.keys.epoch, secrets.token_hex(8), nx=True)
@@ -175,11 +179,15 @@ class FleetClient:
             run = _Run(rid, pool, key, {"code": code, "mode": mode, "checker": checker,
                                         "device": device},
                        loop.create_future(), loop.time() + self.timing.patience_s)
+            self._runs[rid] = run  # before it is sent: its reply may come back first
             await self._enter(run, "learner" if learner is not None else "anonymous")
         except RedisError as exc:
+            self._runs.pop(rid, None)
             log.warning("sandbox broker unreachable: %s", exc)
             raise self._refuse("unreachable", UNREACHABLE) from None
-        self._runs[rid] = run
+        except SandboxBusy:
+            self._runs.pop(rid, None)
+            raise
         try:
             try:
                 reply = await asyncio.wait_for(asyncio.shield(run.future),
@@ -234,7 +242,7 @@ class FleetClient:
 
     async def _read_replies(self) -> None:
         last, lost, backoff = "0-0", False, 0.2
-        while True:
+        while not self._stopping:
             try:
                 if lost or self._runs:
                     last = await self._after_a_loss(last, lost)

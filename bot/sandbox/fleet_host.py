@@ -73,7 +73,7 @@ class FleetHost:
                     joined = False
                     continue
                 if job is not None:
-                    task = asyncio.ensure_future(self._handle(*job))
+                    task = asyncio.ensure_future(self._guarded(*job))
                     self.running.add(task)
                     task.add_done_callback(self.running.discard)
         finally:
@@ -132,6 +132,12 @@ class FleetHost:
         return None
 
     # -- one job -------------------------------------------------------------------------
+
+    async def _guarded(self, entry_id: str, fields: dict, deliveries: int) -> None:
+        try:
+            await self._handle(entry_id, fields, deliveries)
+        except Exception:  # noqa: BLE001 - the job stays pending: another host takes it
+            log.exception("run %s failed on this host", entry_id)
 
     async def _handle(self, entry_id: str, fields: dict, deliveries: int) -> None:
         try:
