@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 
 import yaml
 
 from bot.cli.main import build_parser
+from bot.cli.sandbox import ACL_PASSWORDS, cmd_sandbox_acl, cmd_sandbox_serve
 from tests.helpers.paths import REPO
 
 
@@ -19,16 +21,64 @@ def test_dockerfile_copies_existing_paths_and_runs_real_commands():
     assert "torch==2.13.0" in text and "whl/cpu" in text
 
 
-def test_compose_services_use_real_tutor_commands():
-    compose = yaml.safe_load((REPO / "compose.yaml").read_text())
-    services = compose["services"]
-    assert set(services) == {"bot", "sandbox", "postgres"}
-    command = services["sandbox"]["command"]
+def _compose() -> dict:
+    return yaml.safe_load((REPO / "compose.yaml").read_text())["services"]
+
+
+def _tutor_args(command: list[str]) -> argparse.Namespace:
     assert command[0] == "tutor"
-    args = build_parser().parse_args(command[1:])
-    assert args.listen == "unix:/sock/sandbox.sock"
-    assert services["bot"]["environment"]["SANDBOX_ADDRESS"] == args.listen
+    return build_parser().parse_args(command[1:])
+
+
+def test_compose_services_use_real_tutor_commands():
+    services = _compose()
+    assert set(services) == {"bot", "redis-acl", "redis", "sandbox", "sandbox-gpu", "postgres"}
     assert services["postgres"]["profiles"] == ["postgres"]
-    # cgroup v2 delegation: a writable cgroupfs and a cgroup namespace of the worker's own.
-    assert services["sandbox"]["privileged"] is True
-    assert services["sandbox"]["cgroup"] == "private"
+    assert services["sandbox-gpu"]["profiles"] == ["gpu"]
+    for host, device in (("sandbox", "cpu"), ("sandbox-gpu", "cuda")):
+        args = _tutor_args(services[host]["command"])
+        assert args.func is cmd_sandbox_serve and args.device == device
+        # The broker URL (with its password) comes from the environment, never argv.
+        assert args.broker is None
+        assert services[host]["environment"]["SANDBOX_BROKER"].startswith(
+            "redis://tutor-sandbox:${REDIS_SANDBOX_PASSWORD")
+        assert services[host]["depends_on"] == ["redis"]
+        # cgroup v2 delegation: a writable cgroupfs and a cgroup namespace of the worker's own.
+        assert services[host]["privileged"] is True
+        assert services[host]["cgroup"] == "private"
+    assert services["sandbox"]["deploy"]["replicas"] == 2
+    gpu_build = services["sandbox-gpu"]["build"]["args"]
+    assert set(gpu_build) <= set(re.findall(r"^ARG (\w+)", (REPO / "Dockerfile").read_text(), re.M))
+    assert services["bot"]["environment"]["SANDBOX_ADDRESS"].startswith(
+        "redis://tutor-bot:${REDIS_BOT_PASSWORD")
+    assert "volumes" not in services["sandbox"]  # no shared socket: the hosts reach Redis
+
+
+def _volume(service: dict, path: str) -> str:
+    """The named volume mounted at `path` in the service."""
+    return next(v.split(":")[0] for v in service["volumes"] if v.split(":")[1] == path)
+
+
+def test_redis_starts_with_the_acl_file_the_one_shot_service_writes():
+    services = _compose()
+    acl, redis = services["redis-acl"], services["redis"]
+    script = acl["command"][-1]
+    assert "tutor sandbox acl > /acl/users.acl" in script
+    assert _tutor_args(["tutor", "sandbox", "acl"]).func is cmd_sandbox_acl
+    assert set(acl["environment"]) == set(ACL_PASSWORDS)
+    assert redis["image"].startswith("redis:7")
+    assert redis["depends_on"] == {"redis-acl": {"condition": "service_completed_successfully"}}
+    command = redis["command"]
+    assert command[command.index("--aclfile") + 1] == "/acl/users.acl"
+    assert command[command.index("--appendonly") + 1] == "yes"
+    assert _volume(acl, "/acl") == _volume(redis, "/acl")
+    assert _volume(redis, "/data") == "redis-data"
+
+
+def test_compose_holds_no_redis_password():
+    text = (REPO / "compose.yaml").read_text()
+    passwords = re.findall(r"rediss?://[^:/@\s]+:([^@\n]+)@", text)
+    assert passwords and all(re.fullmatch(r"\$\{REDIS_(BOT|SANDBOX)_PASSWORD:\?[^}]*\}", p)
+                             for p in passwords), passwords
+    for name in ACL_PASSWORDS:
+        assert re.findall(rf"{name}: (.*)", text) == [f"${{{name}:?set {name} in .env}}"]

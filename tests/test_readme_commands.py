@@ -25,8 +25,9 @@ def _commands(parser: argparse.ArgumentParser, prefix: str = "tutor") -> set[str
 
 
 def _table_commands() -> set[str]:
-    """The words before the first option or placeholder in each row of the command table."""
-    rows = re.findall(r"^\| `(tutor[^`]*)`", (REPO / "README.md").read_text(), re.M)
+    """The words before the first option or placeholder in each row of the command table
+    (a row of the metrics table, `tutor_sandbox_...`, names no command)."""
+    rows = re.findall(r"^\| `(tutor(?: [^`]*)?)`", (REPO / "README.md").read_text(), re.M)
     return {" ".join(w for w in re.split(r"\s+", row)
                      if re.fullmatch(r"[a-z][a-z-]*", w)) for row in rows}
 

@@ -1,4 +1,4 @@
-"""`tutor check` and `tutor sandbox run|serve|doctor`: the code sandbox from the command line.
+"""`tutor check` and `tutor sandbox run|serve|acl|doctor`: the code sandbox from the command line.
 
 Results come back typed (bot.sandbox.protocol.RunResult); what is printed is the same JSON
 and text as always.
@@ -108,6 +108,27 @@ def cmd_sandbox_serve(args) -> int:
                                *unbounded, *tuning], environment)
 
 
+# The fleet's two passwords come from the environment only: argv is visible to every local user.
+ACL_PASSWORDS = ("REDIS_BOT_PASSWORD", "REDIS_SANDBOX_PASSWORD")
+
+
+def cmd_sandbox_acl(args) -> int:
+    """Print the fleet's Redis ACL file (the default user off, the bots' and the hosts' users)."""
+    import os
+
+    from bot.sandbox.broker import acl_rules
+
+    passwords = [os.environ.get(name, "") for name in ACL_PASSWORDS]
+    wrong = [name for name, password in zip(ACL_PASSWORDS, passwords, strict=True)
+             if not password or any(c.isspace() for c in password)]
+    if wrong:
+        print(f"set {' and '.join(wrong)} in the environment: a password each, without "
+              "spaces (e.g. openssl rand -hex 24)", file=sys.stderr)
+        return 2
+    sys.stdout.write(acl_rules(*passwords))
+    return 0
+
+
 def cmd_sandbox_doctor(args) -> int:
     """What isolation holds on this host; exit 1 when the sandbox would run unbounded."""
     from bot.cli.common import load_settings
@@ -184,6 +205,9 @@ def add_commands(sub) -> None:
                        ("fleet", "broker.FleetTiming (with --broker)")):
         serve.add_argument(f"--{name}", help=f"JSON object overriding fields of {what}")
     serve.set_defaults(func=cmd_sandbox_serve)
+    acl = sandbox.add_parser("acl", help="print the fleet's Redis ACL file; the passwords "
+                                         "come from REDIS_BOT_PASSWORD and REDIS_SANDBOX_PASSWORD")
+    acl.set_defaults(func=cmd_sandbox_acl)
     doctor = sandbox.add_parser("doctor", help="what isolation holds here (namespaces, seccomp, "
                                                "cgroup limits, GPU); exit 1 when unbounded")
     doctor.add_argument("--json", action="store_true", help="one JSON object")
