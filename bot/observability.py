@@ -36,6 +36,8 @@ LOOP_LAG = Histogram("tutor_event_loop_lag_seconds",
                      registry=REGISTRY)
 LOOP_LAG_MAX = Gauge("tutor_event_loop_lag_max_seconds",
                      "The worst event-loop lag since the bot started", registry=REGISTRY)
+SANDBOX_REFUSALS = Counter("tutor_sandbox_refusals", "Code runs the sandbox did not admit",
+                           ["reason"], registry=REGISTRY)
 LAG_TICK_S = 0.01
 
 
@@ -85,6 +87,10 @@ def record_answer(kind: str, correct: bool) -> None:
 def record_sandbox(status: str, seconds: float) -> None:
     SANDBOX_VERDICTS.labels(status=status).inc()
     SANDBOX_SECONDS.observe(seconds)
+
+
+def record_refusal(reason: str) -> None:
+    SANDBOX_REFUSALS.labels(reason=reason).inc()
 
 
 def record_reminders(report) -> None:
