@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from bot.engine.code_judge import SandboxJudge
 from bot.engine.tutor import Tutor
+from bot.observability import poll_fleet
 from bot.sandbox.background import BackgroundSandbox
 from bot.sandbox.broker import redacted
 from bot.sandbox.fleet_client import client_for
@@ -130,6 +131,8 @@ def start_sandbox(tutor: Tutor, address: str | None = None,
         sandbox.stop()
         return None
     tutor.code_judge = SandboxJudge(sandbox.client, sandbox.loop)
+    if hasattr(sandbox.client, "stats"):  # a fleet: its queue and hosts on /metrics
+        sandbox.keep_running(poll_fleet(sandbox.client))
     log.info("code sandbox ready (%s)",
              redacted(address) if address else f"worker pid {sandbox.client.service_pid}")
     return sandbox

@@ -2,6 +2,7 @@
 
 Metrics live in their own registry (tests and several bots in one process stay apart);
 `/metrics` and `/healthz` are served on a local port only when METRICS_PORT is set.
+With a sandbox fleet, its queue, hosts and takeovers are there too (`poll_fleet`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Callable
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 REGISTRY = CollectorRegistry()
@@ -36,7 +38,12 @@ LOOP_LAG = Histogram("tutor_event_loop_lag_seconds",
                      registry=REGISTRY)
 LOOP_LAG_MAX = Gauge("tutor_event_loop_lag_max_seconds",
                      "The worst event-loop lag since the bot started", registry=REGISTRY)
+SANDBOX_REFUSALS = Counter("tutor_sandbox_refusals", "Code runs the sandbox did not admit",
+                           ["reason"], registry=REGISTRY)
 LAG_TICK_S = 0.01
+FLEET_POLL_S = 3.0  # how often the sandbox's loop asks Redis for the fleet's numbers
+
+log = logging.getLogger(__name__)
 
 
 async def watch_loop_lag() -> None:
@@ -85,6 +92,67 @@ def record_answer(kind: str, correct: bool) -> None:
 def record_sandbox(status: str, seconds: float) -> None:
     SANDBOX_VERDICTS.labels(status=status).inc()
     SANDBOX_SECONDS.observe(seconds)
+
+
+def record_refusal(reason: str) -> None:
+    SANDBOX_REFUSALS.labels(reason=reason).inc()
+
+
+class FleetCollector:
+    """The sandbox fleet's numbers at scrape time, from the last look `poll_fleet` took:
+    a scrape never waits on Redis. No look (no fleet, or Redis away): no fleet metrics."""
+
+    def __init__(self):
+        self.snapshot = None  # a FleetStats, replaced whole on the sandbox loop's thread
+
+    def describe(self):
+        return self._families()
+
+    def collect(self):
+        return self._families(self.snapshot) if self.snapshot is not None else []
+
+    @staticmethod
+    def _families(stats=None):
+        queue = GaugeMetricFamily("tutor_sandbox_queue_depth",
+                                  "Runs waiting or running in the fleet, per device pool",
+                                  labels=["pool"])
+        in_flight = GaugeMetricFamily("tutor_sandbox_host_in_flight",
+                                      "Runs in hand on each live sandbox host",
+                                      labels=["pool", "host"])
+        reclaims = CounterMetricFamily("tutor_sandbox_reclaims",
+                                       "Runs taken over from a silent host, fleet-wide",
+                                       labels=["pool"])
+        if stats is not None:
+            for pool, depth in sorted(stats.queue.items()):
+                queue.add_metric([pool], depth)
+            for (pool, host), runs in sorted(stats.in_flight.items()):
+                in_flight.add_metric([pool, host], runs)
+            for pool, total in sorted(stats.reclaims.items()):
+                reclaims.add_metric([pool], total)
+        return [queue, in_flight, reclaims]
+
+
+FLEET = FleetCollector()
+REGISTRY.register(FLEET)
+
+
+async def poll_fleet(client) -> None:
+    """Keep `FLEET.snapshot` fresh from `client.stats()` (a FleetClient's), on the sandbox's
+    own loop. When Redis cannot answer the snapshot goes: stale numbers are worse than none."""
+    failing = False
+    try:
+        while True:
+            try:
+                FLEET.snapshot = await client.stats()
+                failing = False
+            except Exception as exc:  # noqa: BLE001 - a poller that died would stay silent
+                FLEET.snapshot = None
+                log.log(logging.DEBUG if failing else logging.WARNING,
+                        "no fleet metrics: %s", exc)
+                failing = True
+            await asyncio.sleep(FLEET_POLL_S)
+    finally:
+        FLEET.snapshot = None
 
 
 def record_reminders(report) -> None:

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import threading
 
+import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from bot.observability import HealthServer, JsonFormatter
+from bot.engine.code_judge import SandboxJudge
+from bot.engine.tutor import TryAgain
+from bot.observability import SANDBOX_REFUSALS, HealthServer, JsonFormatter
+from bot.sandbox.client import SandboxClient
 from tests.helpers.records import RIGHT
 
 
@@ -44,3 +50,22 @@ def test_json_logs_are_one_object_per_line():
     entry = json.loads(JsonFormatter().format(record))
     assert (entry["level"], entry["logger"], entry["message"]) == ("ERROR", "bot.flow",
                                                                    "failed: x")
+
+
+def test_a_local_sandbox_refusal_is_counted_by_its_reason(mini_library):
+    # No queue at all: the local client refuses before it would need its worker.
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    card = next(card for deck in mini_library.decks.values() for card in deck.cards
+                if card.type == "code")
+    full = SANDBOX_REFUSALS.labels(reason="full")
+    before = full._value.get()
+    try:
+        with pytest.raises(TryAgain, match="busy right now"):
+            SandboxJudge(SandboxClient(max_queue=0), loop)(card, "print(1)", "local:a")
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()
+    assert full._value.get() == before + 1

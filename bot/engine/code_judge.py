@@ -13,7 +13,7 @@ import logging
 import time
 
 from bot.engine.tutor import CodeReport, TryAgain
-from bot.observability import record_sandbox
+from bot.observability import record_refusal, record_sandbox
 from bot.sandbox.client import SandboxBusy, SandboxClient
 from bot.sandbox.protocol import MEMORY, OUTPUT_LIMIT, REFUSED, TIMEOUT, RunResult
 from content.safe_text import code_span, plain
@@ -67,6 +67,7 @@ class SandboxJudge:
         try:
             result = asyncio.run_coroutine_threadsafe(run, self.loop).result(self.timeout_s)
         except SandboxBusy as exc:
+            record_refusal(exc.reason)
             raise TryAgain(str(exc)) from None
         record_sandbox(result.status, time.perf_counter() - started)
         return report_from(result)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Coroutine
 
 from bot.sandbox.client import SandboxClient
 from bot.sandbox.protocol import ServiceInfo
@@ -31,6 +32,7 @@ class BackgroundSandbox:
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True,
                                         name="sandbox-loop")
         self.info: ServiceInfo | None = None
+        self._tasks: set[asyncio.Task] = set()
 
     def start(self, timeout_s: float = 180.0) -> ServiceInfo:
         """Start (or reach) the service and return its `info` reply (kept in `self.info`)."""
@@ -39,8 +41,21 @@ class BackgroundSandbox:
                                                      self.loop).result(timeout_s)
         return self.info
 
+    def keep_running(self, coroutine: Coroutine) -> None:
+        """Run `coroutine` on the sandbox's loop (beside the client) until `stop()`."""
+        async def spawn() -> None:
+            self._tasks.add(asyncio.create_task(coroutine))
+
+        asyncio.run_coroutine_threadsafe(spawn(), self.loop).result(5)
+
+    async def _stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.client.stop()
+
     def stop(self) -> None:
         if self._thread.is_alive():
-            asyncio.run_coroutine_threadsafe(self.client.stop(), self.loop).result(30)
+            asyncio.run_coroutine_threadsafe(self._stop(), self.loop).result(30)
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(5)

@@ -229,15 +229,17 @@ class SandboxClient:
 
     def _admit(self, learner: str) -> None:
         if len(self._pending) >= self.max_queue:
-            raise SandboxBusy("The code runner is busy right now; try again in a minute.")
+            raise SandboxBusy("The code runner is busy right now; try again in a minute.",
+                              reason="full")
         if learner in self._in_flight:
-            raise SandboxBusy("Your previous code is still running; wait for its verdict.")
+            raise SandboxBusy("Your previous code is still running; wait for its verdict.",
+                              reason="learner")
         now, recent = self.clock(), self._recent[learner]
         while recent and now - recent[0] >= 60:
             recent.popleft()
         if len(recent) >= self.runs_per_minute:
             wait = 60 - (now - recent[0])
             raise SandboxBusy(f"That's {self.runs_per_minute} runs this minute; try again "
-                              f"in {wait:.0f} s.")
+                              f"in {wait:.0f} s.", reason="rate")
         recent.append(now)
         self._in_flight.add(learner)

@@ -18,8 +18,9 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 async def test_a_learner_has_one_run_in_flight(sandbox):
     first = asyncio.create_task(sandbox.run("import time; time.sleep(0.5)", learner="ann"))
     await asyncio.sleep(0)  # the task runs up to its first wait: admitted by then
-    with pytest.raises(SandboxBusy, match="still running"):
+    with pytest.raises(SandboxBusy, match="still running") as refused:
         await sandbox.run("print(1)", learner="ann")
+    assert refused.value.reason == "learner"
     other = await sandbox.run("print(1)", learner="bob")  # others are not held up
     assert other.status == OK
     assert (await first).status == OK
@@ -34,8 +35,9 @@ async def test_per_learner_rate_limit_says_when_to_come_back():
     client._admit("ann")
     client._in_flight.clear()
     now[0] += 15
-    with pytest.raises(SandboxBusy, match="2 runs this minute; try again in 45 s"):
+    with pytest.raises(SandboxBusy, match="2 runs this minute; try again in 45 s") as refused:
         client._admit("ann")
+    assert refused.value.reason == "rate"
     client._admit("bob")
     now[0] += 46
     client._in_flight.clear()
@@ -45,8 +47,9 @@ async def test_per_learner_rate_limit_says_when_to_come_back():
 async def test_a_full_queue_refuses_new_runs():
     client = SandboxClient(limits=TEST_LIMITS, max_queue=1)
     client._pending[1] = ({}, None)
-    with pytest.raises(SandboxBusy, match="busy right now"):
+    with pytest.raises(SandboxBusy, match="busy right now") as refused:
         client._admit("ann")
+    assert refused.value.reason == "full"
 
 
 async def test_a_dead_worker_is_restarted_and_the_run_is_answered(sandbox):
