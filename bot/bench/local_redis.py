@@ -1,8 +1,8 @@
 """A throwaway `redis-server` on loopback with the fleet's users, for benchmarks and tests.
 
 It runs Debian's `redis-server` (`apt-get install redis-server`) in a temporary folder with no
-persistence, the default user off, the two users of `broker.acl_rules` and an admin. `restart()` stops
-it and starts it again on the same port: the queue is lost, as after a crash.
+persistence, the default user off, the two users of `broker.acl_rules` and an admin.
+`restart()` stops it and starts it again on the same port: the queue is lost, as after a crash.
 """
 
 from __future__ import annotations

@@ -76,6 +76,7 @@ class FleetTiming:
     claim_every_s: float = 2.0  # how often a host with a free slot looks for orphans
     heartbeat_s: float = 5.0  # a host's load in `hosts:{pool}`; stale after 3 beats
     reply_ttl_s: float = 300.0  # a dead bot's replies vanish after this
+    forget_after_s: float = 600.0  # a gone host, with nothing pending, leaves the group
     block_s: float = 2.0  # one blocking read; also how soon a stop is noticed
 
     @classmethod
@@ -177,7 +178,7 @@ _BOT_COMMANDS = ("eval", "evalsha", "script|load", "set", "get", "del", "zadd", 
                  "xread", "hgetall", "ping", "hello", "auth")
 _HOST_COMMANDS = ("xreadgroup", "xack", "xautoclaim", "xpending", "xdel", "xgroup|create",
                   "xgroup|delconsumer", "xinfo|consumers", "xadd", "pexpire", "time", "hset",
-                  "hdel", "hgetall", "incr", "multi", "exec", "discard", "ping", "hello",
+                  "hdel", "hgetall", "incrby", "multi", "exec", "discard", "ping", "hello",
                   "auth")
 
 

@@ -28,7 +28,6 @@ from bot.sandbox.protocol import encode, failed
 log = logging.getLogger("sandbox.fleet")
 LOST_TWICE = "the sandbox crashed while running this code"
 REPLIES_KEPT = 1000  # per bot process; replies are read within milliseconds
-CONSUMER_FORGOTTEN_MS = 600_000  # a host gone this long with nothing pending
 
 
 class FleetHost:
@@ -61,13 +60,13 @@ class FleetHost:
                         joined = True
                     job = await self._next_job()
                     backoff = 0.2
-                except ResponseError as exc:
-                    if "NOGROUP" not in str(exc):
-                        raise
-                    joined = False  # the queue was lost (a Redis restart): join it anew
-                    continue
-                except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
-                    log.warning("sandbox broker unreachable (%s); retrying", exc)
+                except (RedisError, OSError) as exc:
+                    if isinstance(exc, ResponseError) and "NOGROUP" in str(exc):
+                        joined = False  # the queue was lost (a Redis restart): join anew
+                        continue
+                    # Unreachable, or refused (an ACL that lacks a command): say so and
+                    # keep trying; the host must outlive whatever Redis says.
+                    log.warning("sandbox broker: %s; retrying", exc)
                     await self._first_of(stop, asyncio.ensure_future(asyncio.sleep(backoff)))
                     backoff = min(backoff * 2, 5.0)
                     joined = False
@@ -213,5 +212,5 @@ class FleetHost:
         with contextlib.suppress(ResponseError):  # no group yet
             for consumer in await self.redis.xinfo_consumers(self.jobs, GROUP):
                 if (consumer["name"] != self.name and consumer["pending"] == 0
-                        and consumer["idle"] > CONSUMER_FORGOTTEN_MS):
+                        and consumer["idle"] > self.timing.forget_after_s * 1000):
                     await self.redis.xgroup_delconsumer(self.jobs, GROUP, consumer["name"])

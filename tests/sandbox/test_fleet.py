@@ -178,3 +178,8 @@ async def test_learner_code_reaches_neither_redis_nor_its_password(redis, hosts,
     assert "no network" in result.stdout and "connected" not in result.stdout
     for secret in (redis.host_password, redis.bot_password, "SANDBOX_BROKER"):
         assert secret not in result.stdout + result.stderr
+
+
+async def test_a_cuda_run_without_gpu_hosts_runs_on_the_cpu_pool(client):
+    result = await client.run("print('where')", learner="gpu-wanted", device="cuda")
+    assert (result.status, result.stdout, result.device) == (OK, "where\n", "cpu")

@@ -1,0 +1,145 @@
+"""A fleet losing parts: a host killed mid-run, a run lost twice, Redis restarted with runs
+queued, a bot process killed with runs in flight. Each test has its own Redis and hosts.
+Every wait is on a condition; the only clock bound is the run's own deadline."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+
+import pytest
+import pytest_asyncio
+
+from bot.bench.local_redis import LocalRedis
+from bot.sandbox.broker import GROUP, Keys, connect
+from bot.sandbox.fleet_host import LOST_TWICE
+from bot.sandbox.protocol import ERROR, OK
+from tests.helpers.fleet import Host, admin, fleet_client, fleet_keys, wait_for_hosts
+from tests.helpers.paths import REPO
+from tests.helpers.sandbox import sleeping_child, wait_until
+
+KEYS = Keys()
+SLEEPER = "import time\ntime.sleep(2)\nprint('awake')\n"
+
+
+@pytest.fixture
+def redis():
+    with LocalRedis() as server:
+        yield server
+
+
+@pytest_asyncio.fixture
+async def fleet(redis):
+    """Start hosts with `fleet.hosts(n, **options)`; all are stopped afterwards."""
+    class Fleet:
+        hosts: list[Host] = []
+        client = None
+
+        async def start(self, count: int, **options) -> list[Host]:
+            started = [Host(redis, **options) for _ in range(count)]
+            self.hosts += started
+            self.client = self.client or await fleet_client(redis)
+            await wait_for_hosts(self.client, len(self.hosts), options.get("pool", "cpu"))
+            return started
+
+    each = Fleet()
+    each.client = await fleet_client(redis)
+    try:
+        yield each
+    finally:
+        await each.client.stop()
+        for host in each.hosts:
+            host.stop()
+
+
+async def reclaims(redis: LocalRedis) -> int:
+    client = await admin(redis)
+    try:
+        return int(await client.get(KEYS.reclaims("cpu")) or 0)
+    finally:
+        await client.aclose()
+
+
+async def test_a_host_killed_mid_run_loses_it_to_the_other(redis, fleet):
+    hosts = await fleet.start(2)
+    run = asyncio.ensure_future(fleet.client.run(SLEEPER, learner="unlucky"))
+    busy = await wait_until(lambda: next((h for h in hosts if sleeping_child(h.pid)), None),
+                            what="the run sleeping on a host")
+    busy.kill()
+    result = await run  # within its deadline, or it would say it got no answer
+    assert (result.status, result.stdout) == (OK, "awake\n")
+    assert await reclaims(redis) == 1
+
+
+async def test_a_run_lost_twice_is_answered_as_a_crash(redis, fleet):
+    # Two hosts that take the run and die before answering, played by the hosts' user.
+    ghost = connect(redis.host_url)
+    jobs = KEYS.jobs("cpu")
+    await ghost.xgroup_create(jobs, GROUP, id="0", mkstream=True)
+    run = asyncio.ensure_future(fleet.client.run("print('never')", learner="cursed"))
+    taken = []
+    while not taken:
+        taken = await ghost.xreadgroup(GROUP, "ghost-1", {jobs: ">"}, count=1, block=100)
+    _, claimed, _ = await ghost.xautoclaim(jobs, GROUP, "ghost-2", 0, "0-0", count=1)
+    assert claimed  # its second delivery
+    await ghost.aclose()
+    [host] = await fleet.start(1, fleet={"forget_after_s": 0.5})
+    result = await run
+    assert (result.status, result.stderr) == (ERROR, LOST_TWICE)
+    assert await reclaims(redis) == 1
+    looker = await admin(redis)
+    try:  # the dead hosts, with nothing pending, leave the group
+        while len(await looker.xinfo_consumers(jobs, GROUP)) > 1:
+            await asyncio.sleep(0.1)
+    finally:
+        await looker.aclose()
+
+
+async def test_runs_queued_when_redis_restarts_are_all_answered(redis, fleet):
+    [host] = await fleet.start(1, parallel=1)
+    runs = [asyncio.ensure_future(fleet.client.run(SLEEPER, learner="first"))]
+    await wait_until(lambda: sleeping_child(host.pid), what="the first run sleeping")
+    runs += [asyncio.ensure_future(fleet.client.run(f"print({i})", learner=f"waiting-{i}"))
+             for i in range(3)]
+    await wait_until(lambda: len(fleet.client._runs) == 4, what="all four sent")
+    await asyncio.to_thread(redis.restart)  # the queue is gone with it
+    results = await asyncio.gather(*runs)
+    assert [(r.status, r.stdout) for r in results] == [
+        (OK, "awake\n"), (OK, "0\n"), (OK, "1\n"), (OK, "2\n")]
+
+
+async def test_a_bot_that_dies_with_runs_in_flight_leaves_nothing_growing(redis, fleet):
+    await fleet.start(1, parallel=1, fleet={"reply_ttl_s": 2.0})
+    spec = {"url": redis.bot_url, "hold": True,
+            "runs": [{"code": SLEEPER, "learner": f"orphan-{i}"} for i in range(3)]}
+    bot = subprocess.Popen([sys.executable, "-m", "tests.helpers.fleet_bot", json.dumps(spec)],
+                           cwd=REPO, stdout=subprocess.DEVNULL)
+    looker = await admin(redis)
+    try:
+        jobs = KEYS.jobs("cpu")
+        while await looker.xlen(jobs) < 3:  # all three sent
+            assert bot.poll() is None
+            await asyncio.sleep(0.05)
+        bot.kill()
+        bot.wait(30)
+        while await looker.xlen(jobs) or (await looker.xpending(jobs, GROUP))["pending"]:
+            await asyncio.sleep(0.1)  # the host runs them (or drops them) and deletes them
+        while [k for k in await fleet_keys(redis) if ":replies:" in k and
+               fleet.client.bot not in k]:
+            await asyncio.sleep(0.1)  # its replies expire
+        for key, kind in (await fleet_keys(redis)).items():
+            if kind == "stream":
+                assert await looker.xlen(key) == 0, key
+            elif not key.endswith((":admit:epoch", ":hosts:cpu", ":hosts:reclaims:cpu")):
+                assert await looker.pttl(key) > 0, f"{key} never expires"
+    finally:
+        bot.kill()
+        await looker.aclose()
+
+
+async def test_a_gpu_host_takes_the_cuda_pool(redis, fleet):
+    await fleet.start(1, pool="cuda")
+    result = await fleet.client.run("print('gpu pool')", learner="gpu", device="cuda")
+    assert (result.status, result.stdout) == (OK, "gpu pool\n")
