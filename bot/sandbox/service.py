@@ -376,6 +376,10 @@ def main(argv: list[str] | None = None) -> None:
         log.error("no cgroup memory limit (%s): %s", cgroup_limits.last_problem,
                   "code runs anyway, as SANDBOX_ALLOW_UNBOUNDED_MEMORY asks" if allow else
                   "code will not be run (see `tutor sandbox doctor`)")
+    if args.broker and cgroups is None and not allow:
+        # A host that would only refuse must not take the fleet's jobs from the others.
+        parser.exit(2, "no cgroup memory limit here, so this host would run no code: not "
+                       "joining the fleet (see `tutor sandbox doctor`)\n")
     server = SandboxService(limits, args.parallel, cgroups, allow, PoolLimits(**args.checkers))
     with contextlib.suppress(asyncio.CancelledError):
         asyncio.run(_serve(server, _serving(server, args)))

@@ -66,8 +66,8 @@ class Host:
 
 
 async def fleet_client(redis: LocalRedis, **options) -> FleetClient:
-    client = FleetClient(redis.bot_url, limits=TEST_LIMITS, runs_per_minute=10_000,
-                         timing=client_timing(), **options)
+    client = FleetClient(redis.bot_url, **{"limits": TEST_LIMITS, "runs_per_minute": 10_000,
+                                           "timing": client_timing(), **options})
     await client.start()
     return client
 

@@ -1,5 +1,7 @@
 """Hostile and broken programs: each one must stay contained, and the worker must go on
-serving. Every test asserts what the program could NOT do, and that the next run works."""
+serving. Every test asserts what the program could NOT do, and that the next run works.
+Each runs twice: through a worker of our own, and through a fleet host behind Redis, whose
+broker password must stay out of reach as the bot's token does."""
 
 from __future__ import annotations
 
@@ -9,9 +11,14 @@ import socket
 import textwrap
 
 import pytest
+import pytest_asyncio
 
+from bot.bench.local_redis import LocalRedis
+from bot.sandbox.client import SandboxClient
 from bot.sandbox.protocol import ERROR, MEMORY, OK, OUTPUT_LIMIT, REFUSED, TIMEOUT, RunResult
+from tests.helpers.fleet import Host, fleet_client, wait_for_hosts
 from tests.helpers.paths import REPO
+from tests.helpers.sandbox import TEST_LIMITS
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 SECRET = "fake-discord-token-that-must-not-leak"
@@ -23,6 +30,35 @@ def secret_in_parent_environment():
     os.environ["DISCORD_TOKEN"] = SECRET
     yield
     os.environ.pop("DISCORD_TOKEN", None)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module", params=["own worker", "fleet"])
+async def sandbox(request, secret_in_parent_environment):
+    """A client, with `secrets`: what no learner's code may ever print."""
+    if request.param == "own worker":
+        client = SandboxClient(limits=TEST_LIMITS, parallel=2, runs_per_minute=10_000)
+        await client.start()
+        client.secrets = (SECRET,)
+        yield client
+        await client.stop()
+        return
+    with LocalRedis() as redis:
+        # An operator who started the host with the bot's token in its environment.
+        host = Host(redis, environment={"DISCORD_TOKEN": SECRET})
+        client = await fleet_client(redis)
+        try:
+            await wait_for_hosts(client, 1)
+            client.service_pid = host.pid
+            client.secrets = (SECRET, redis.host_password, redis.bot_password)
+            yield client
+        finally:
+            await client.stop()
+            host.stop()
+
+
+def assert_no_secret(sandbox, text: str) -> None:
+    for secret in sandbox.secrets:
+        assert secret not in text
 
 
 async def run(sandbox, code: str) -> RunResult:
@@ -40,7 +76,8 @@ async def test_environment_holds_no_secret(sandbox):
         print(sorted(os.environ))
         print(os.environ.get("DISCORD_TOKEN"))
     """)
-    assert result.status == OK and SECRET not in result.stdout
+    assert result.status == OK
+    assert_no_secret(sandbox, result.stdout)
     assert result.stdout.splitlines()[1] == "None"
 
 
@@ -54,7 +91,7 @@ async def test_proc_1_environ_and_host_processes_are_invisible(sandbox):
                 print(path, type(exc).__name__)
         print("pid", os.getpid(), "ppid", os.getppid())
     """)
-    assert SECRET not in result.stdout
+    assert_no_secret(sandbox, result.stdout)
     assert "pid 1 ppid 0" in result.stdout  # alone in its pid namespace
 
 
@@ -258,7 +295,8 @@ async def test_shell_and_subprocess_stay_inside(sandbox):
         print(subprocess.run(["env"], capture_output=True, text=True).stdout)
         print(os.system("cat /etc/shadow 2>/dev/null || echo no-shadow"))
     """)
-    assert SECRET not in result.stdout and "no-shadow" in result.stdout
+    assert_no_secret(sandbox, result.stdout)
+    assert "no-shadow" in result.stdout
 
 
 async def test_rlimits_cannot_be_raised(sandbox):

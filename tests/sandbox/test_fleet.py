@@ -9,7 +9,9 @@ neither the broker nor its password.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -25,6 +27,7 @@ from bot.sandbox.fleet_client import FleetClient
 from bot.sandbox.protocol import OK
 from tests.helpers.fleet import Host, fleet_client, fleet_keys, wait_for_hosts
 from tests.helpers.paths import REPO
+from tests.helpers.sandbox import TEST_LIMITS
 from tests.helpers.train_loop import REFERENCE
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -183,3 +186,41 @@ async def test_learner_code_reaches_neither_redis_nor_its_password(redis, hosts,
 async def test_a_cuda_run_without_gpu_hosts_runs_on_the_cpu_pool(client):
     result = await client.run("print('where')", learner="gpu-wanted", device="cuda")
     assert (result.status, result.stdout, result.device) == (OK, "where\n", "cpu")
+
+
+async def test_the_rate_limit_holds_across_shards(redis, hosts):
+    shards = [await fleet_client(redis, runs_per_minute=2) for _ in range(2)]
+    try:
+        assert (await shards[0].run("print(1)", learner="eager")).stdout == "1\n"
+        assert (await shards[1].run("print(2)", learner="eager")).stdout == "2\n"
+        with pytest.raises(SandboxBusy, match="2 runs this minute") as refused:
+            await shards[0].run("print(3)", learner="eager")
+        assert refused.value.reason == "rate"
+    finally:
+        for shard in shards:
+            await shard.stop()
+
+
+async def test_tutor_sandbox_serve_broker_joins_the_fleet(redis, hosts, client, tmp_path):
+    environment = {"PATH": os.environ["PATH"], "PYTHONPATH": str(REPO), "HOME": str(tmp_path)}
+    served = subprocess.Popen(
+        [sys.executable, "-m", "bot", "sandbox", "serve", "--broker", redis.host_url,
+         "--limits", json.dumps(dataclasses.asdict(TEST_LIMITS))],
+        cwd=tmp_path, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        await wait_for_hosts(client, 3)
+        # The password went on through the environment: argv no longer holds it.
+        assert redis.host_password not in open(f"/proc/{served.pid}/cmdline").read()
+    finally:
+        served.terminate()
+        served.wait(60)
+    assert served.returncode == 0  # a stop is a clean leave
+
+
+async def test_a_host_that_can_run_no_code_stays_out_of_the_fleet(redis, tmp_path):
+    refused = subprocess.run(
+        [sys.executable, "-m", "bot.sandbox.service", "--cgroup-root", str(tmp_path)],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+        env={"PATH": os.environ["PATH"], "PYTHONPATH": str(REPO),
+             "SANDBOX_BROKER": redis.host_url})
+    assert refused.returncode == 2 and "not joining the fleet" in refused.stderr
