@@ -29,6 +29,7 @@ POOLS = ("cpu", "cuda")
 GROUP = "hosts"
 PREFIX = "tutor:sandbox:"
 BOT_USER, HOST_USER = "tutor-bot", "tutor-sandbox"
+MAX_CONNECTIONS = 64  # per process: a blocking read each, and a few commands at once
 
 
 def is_broker(address: str | None) -> bool:
@@ -102,8 +103,12 @@ def connect(url: str, **options):
     (TLS; `?ssl_ca_certs=/path` to trust a private CA). Replies as text."""
     import redis.asyncio as aioredis
 
-    return aioredis.from_url(url, decode_responses=True, socket_connect_timeout=5,
-                             socket_timeout=30, health_check_interval=30, **options)
+    # A burst of runs waits for a connection instead of failing past the pool's size
+    # (redis-py's default pool raises "Too many connections" at 100).
+    pool = aioredis.BlockingConnectionPool.from_url(
+        url, max_connections=MAX_CONNECTIONS, timeout=30, decode_responses=True,
+        socket_connect_timeout=5, socket_timeout=30, health_check_interval=30, **options)
+    return aioredis.Redis.from_pool(pool)
 
 
 def redis_ms(time_reply) -> int:

@@ -175,7 +175,10 @@ class FleetHost:
                     pipe.pexpire(replies, int(self.timing.reply_ttl_s * 1000))
                 pipe.xack(self.jobs, GROUP, entry_id)
                 pipe.xdel(self.jobs, entry_id)
-                await pipe.execute(raise_on_error=False)
+                for outcome in await pipe.execute(raise_on_error=False):
+                    # NOGROUP: the queue went with a Redis restart; the reply still went.
+                    if isinstance(outcome, Exception) and "NOGROUP" not in str(outcome):
+                        log.error("answering run %s: %s", entry_id, outcome)
                 return
             except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
                 if self.clock.now_ms() > deadline_ms:
