@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -36,6 +38,11 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def _die_with_the_bench() -> None:
+    """In the child: SIGTERM when the bench dies, even killed outright (a test's timeout)."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
+
+
 class _Services:
     """The sandbox services this benchmark starts: each is stopped (SIGTERM, then a wait)."""
 
@@ -51,7 +58,7 @@ class _Services:
             proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "bot.sandbox.service", *args, cwd=PROJECT_ROOT, env=env,
                 stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
-                stderr=log)
+                stderr=log, preexec_fn=_die_with_the_bench)
         self.processes.append(proc)
         return proc
 
@@ -166,10 +173,12 @@ async def _measure(redis: LocalRedis, folder: Path, runs: int, burst: int) -> di
         report["refusals"] = dict(fleet.refusals)
         return report
     finally:
-        for client in reversed(started):
-            with contextlib.suppress(Exception):
-                await client.stop()
-        await services.close()
+        try:
+            for client in reversed(started):
+                with contextlib.suppress(Exception):
+                    await client.stop()
+        finally:
+            await services.close()
 
 
 def bench_broker(runs: int, burst: int) -> dict:
