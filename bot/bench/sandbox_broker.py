@@ -153,6 +153,7 @@ async def _measure(redis: LocalRedis, folder: Path, runs: int, burst: int) -> di
         await services.start(broker=redis.host_url)
         await fleet.start()
         started.append(fleet)
+
         async def listening() -> bool:
             return socket_path.exists()
 
