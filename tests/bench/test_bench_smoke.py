@@ -24,13 +24,38 @@ def test_bench_answers_reports_engine_and_raw_rates():
 def test_bench_sandbox_reports_forkserver_and_fresh_interpreter_latency():
     result = subprocess.run(
         [sys.executable, "-m", "bot", "bench", "sandbox", "--json", "-n", "5"],
-        capture_output=True, text=True, cwd=REPO, timeout=180,
+        capture_output=True, text=True, cwd=REPO, timeout=300,
     )
+    assert result.stdout, result.stderr[-3000:]
     report = json.loads(result.stdout)
     assert report["device"] == "cpu" and report["runs"] == 5
     assert 0 < report["p50_ms"] <= report["p95_ms"]
     assert report["fresh_interpreter_p50_ms"] > report["p50_ms"]
     assert report["isolation"]["seccomp"] and report["loop_output"]
+    broker = report["broker"]
+    if "skipped" in broker:  # no redis-server on this machine
+        assert broker == {"skipped": "redis-server not installed"}
+        return
+    assert broker["runs"] == 5 and broker["code"] == "print(1)"
+    for path in ("unix", "broker"):
+        assert 0 < broker[f"{path}_p50_ms"] <= broker[f"{path}_p95_ms"]
+    assert broker["overhead_p50_ms"] == round(broker["broker_p50_ms"] - broker["unix_p50_ms"], 2)
+    throughput = broker["throughput"]
+    assert throughput["runs_at_once"] == 10
+    assert throughput["slots"]["two_hosts"] == 2 * throughput["slots"]["one_host"] > 0
+    assert throughput["one_host_runs_per_s"] > 0 and throughput["two_hosts_runs_per_s"] > 0
+    assert broker["refusals"] == {} and isinstance(broker["ok"], bool)
+    assert broker["ok"] or not report["ok"]  # a broker under target fails the bench
+
+
+def test_bench_sandbox_skips_the_broker_without_redis_server(monkeypatch):
+    from bot.bench import sandbox_broker
+
+    def not_installed():
+        raise RuntimeError("redis-server is not installed")
+
+    monkeypatch.setattr(sandbox_broker, "LocalRedis", not_installed)
+    assert sandbox_broker.bench_broker(3, 6) == {"skipped": "redis-server not installed"}
 
 
 def test_bench_sandbox_on_cuda_says_when_there_is_no_gpu():
