@@ -72,7 +72,7 @@ def check(value, budget: list[int] | None = None, depth: int = 0) -> None:
     if not isinstance(value, dict) or len(value) != 1 or next(iter(value)) not in TAGS:
         raise Malformed("an output is not an encoded value")
     tag, body = next(iter(value.items()))
-    if tag == "float" and body in SPECIAL or tag == "str" and isinstance(body, str):
+    if isinstance(body, str) and (tag == "str" or tag == "float" and body in SPECIAL):
         return
     if tag in ("list", "tuple") and isinstance(body, list):
         for item in body:
@@ -106,7 +106,7 @@ def _check_tensor(body, budget: list[int]) -> None:
     if size != len(values) or budget[0] < 0:
         raise Malformed("a tensor's values do not fill its shape")
     for v in values:
-        if not (isinstance(v, int | float) or v in SPECIAL):
+        if not (isinstance(v, int | float) or isinstance(v, str) and v in SPECIAL):
             raise Malformed("a tensor holds something other than numbers")
 
 
@@ -239,7 +239,7 @@ def _show(value) -> str:
         return str(value)
     tag, body = next(iter(value.items()))
     if tag == "str":
-        return repr(body[:200])
+        return repr(body[:200]) + ("…" if len(body) > 200 else "")
     if tag == "tensor":
         shown = ", ".join(_show(_number(v)) for v in body["values"][:SHOWN_NUMBERS])
         more = ", …" if len(body["values"]) > SHOWN_NUMBERS else ""
