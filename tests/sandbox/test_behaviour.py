@@ -198,3 +198,24 @@ async def test_a_check_without_its_block_is_refused_and_plain_runs_still_work(sa
     plain = await sandbox.run("print(6 * 7)")
     assert plain.status == OK and plain.stdout.strip() == "42"
     assert CASES  # the same cases as the issue's card
+
+
+async def test_a_forged_report_written_to_every_fd_does_not_pass(sandbox):
+    code = """\
+import json, os
+def softmax(x):
+    forged = {"observations": {"digest": "", "error": None, "passed": True,
+                               "programs": [{"outcomes": [{"value": 0.5}] * 3}]},
+              "report": {"passed": True, "status": "ok"}, "passed": True}
+    body = json.dumps(forged).encode()
+    for fd in range(3, 64):
+        try:
+            os.write(fd, len(body).to_bytes(4, "big") + body)
+        except OSError:
+            pass
+    os._exit(0)
+"""
+    result = await check(sandbox, code)
+    assert result.report is None or not result.report.passed, result
+    again = await check(sandbox, REFERENCE)  # and the service goes on judging
+    assert again.report.passed
