@@ -212,14 +212,20 @@ class SandboxClient:
     # -- submissions ---------------------------------------------------------------------
 
     async def run(self, code: str, *, learner: str | None = None, mode: str = "run",
-                  checker: str | None = None, device: str = "cpu") -> RunResult:
-        """Run code under the sandbox's limits; raise SandboxBusy when not admitted."""
+                  checker: str | None = None, device: str = "cpu",
+                  behaviour: dict | None = None) -> RunResult:
+        """Run code under the sandbox's limits; raise SandboxBusy when not admitted.
+        `behaviour`: a behaviour check's block (bot/sandbox/behaviour.py)."""
         if learner is not None:
             self._admit(learner)
-        deadline = self.limits.wall_s + 2 * self.limits.reply_margin_s
+        runs = 2 if behaviour is not None else 1  # a behaviour check: the author's run too
+        deadline = runs * self.limits.wall_s + 2 * self.limits.reply_margin_s
         try:
-            reply = await self._request({"code": code, "mode": mode, "checker": checker,
-                                         "device": device, "learner": learner}, deadline)
+            request = {"code": code, "mode": mode, "checker": checker, "device": device,
+                       "learner": learner}
+            if behaviour is not None:
+                request["behaviour"] = behaviour
+            reply = await self._request(request, deadline)
         finally:
             self._in_flight.discard(learner)
         result = RunResult.from_wire(reply)

@@ -169,15 +169,18 @@ class FleetClient:
     # -- submissions ---------------------------------------------------------------------
 
     async def run(self, code: str, *, learner: str | None = None, mode: str = "run",
-                  checker: str | None = None, device: str = "cpu") -> RunResult:
+                  checker: str | None = None, device: str = "cpu",
+                  behaviour: dict | None = None) -> RunResult:
         """Run code on the fleet; raise SandboxBusy when not admitted (or Redis is away)."""
         loop = asyncio.get_running_loop()
         rid = f"{self.bot}-{next(self._serial)}"
         try:
             pool = "cuda" if device == "cuda" and (await self.hosts())["cuda"] else "cpu"
             key = _learner_key(learner) if learner is not None else rid
-            run = _Run(rid, pool, key, {"code": code, "mode": mode, "checker": checker,
-                                        "device": device},
+            submission = {"code": code, "mode": mode, "checker": checker, "device": device}
+            if behaviour is not None:
+                submission["behaviour"] = behaviour
+            run = _Run(rid, pool, key, submission,
                        loop.create_future(), loop.time() + self.timing.patience_s)
             self._runs[rid] = run  # before it is sent: its reply may come back first
             await self._enter(run, "learner" if learner is not None else "anonymous")

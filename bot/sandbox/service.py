@@ -30,6 +30,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from bot.sandbox import behaviour
 from bot.sandbox import cgroups as cgroup_limits
 from bot.sandbox.admission import Admission, Busy, default_slots
 from bot.sandbox.cgroups import Cgroups
@@ -185,7 +186,7 @@ class SandboxService:
                            "(see `tutor sandbox doctor`)")
         mode = submission.get("mode") or "run"
         request = {"code": code, "mode": mode, "device": submission.get("device") or "cpu"}
-        checker, salt = None, 0
+        checker, salt, author = None, 0, None
         if mode == "check":
             checker = submission.get("checker")
             if checker not in checkers.NAMES:
@@ -193,8 +194,14 @@ class SandboxService:
             # Data and weights differ per submission: a record of someone's correct run,
             # saved and written back by a loop that never trains, matches nothing.
             salt = secrets.randbelow(2**31 - 1) + 1
-            request.update(observer=checkers.OBSERVERS[checker],
-                           plan=checkers.load(checker).plan(salt))
+            if checker == checkers.BEHAVIOUR:  # two runs: the author's, then the learner's
+                made = behaviour.requests(submission, code, salt, self.limits.code_max_bytes)
+                if isinstance(made, str):
+                    return refused(made)
+                author, request = made
+            else:
+                request.update(observer=checkers.OBSERVERS[checker],
+                               plan=checkers.load(checker).plan(salt))
         elif mode != "run":
             return refused(f"unknown mode {mode!r}")
         gpu = request["device"] == "cuda" and os.path.exists("/dev/nvidiactl")
@@ -203,11 +210,17 @@ class SandboxService:
             if time.monotonic() - arrived > self.limits.reply_margin_s:
                 # Its client has stopped waiting: running it now would only delay others.
                 return failed("the sandbox was too busy to run this in time; try again")
+            if author is not None:
+                author_result, author_detail = await self._run(author, gpu=False)
+                if author_result["status"] != OK:
+                    return behaviour.author_failed(author_result)
             if gpu:
                 async with self.gpu_lock:
                     result, detail = await self._run(request, gpu=True)
             else:
                 result, detail = await self._run(request, gpu=False)
+        if author is not None:
+            detail = {"observations": behaviour.observations(submission, author_detail, detail)}
         if checker is not None:
             result = await self._judged(checker, salt, result, detail)
         return result
@@ -276,7 +289,7 @@ class SandboxService:
         if observations is None:
             if result["status"] == OK:
                 return {**result, "status": ERROR,
-                        "error": "the program ended before the checker could watch it train"}
+                        "error": "the program ended before the checker could see what it did"}
             return result
         try:
             report = await self.checkers.judge(checker, salt, observations)

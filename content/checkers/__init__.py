@@ -13,8 +13,12 @@ from importlib import import_module
 from types import ModuleType
 
 # The observer takes its names from the plan: an AMP scenario also gets a scaler and max_norm.
+# `behaviour` runs twice per check (the author's run, the learner's: see its module); its
+# mistake ids are the card's own, so `mistakes("behaviour")` is empty.
 OBSERVERS = {"train_loop": "content.checkers._observe",
-             "amp_clip_loop": "content.checkers._observe"}
+             "amp_clip_loop": "content.checkers._observe",
+             "behaviour": "content.checkers._behave"}
+BEHAVIOUR = "behaviour"
 NAMES = tuple(OBSERVERS)
 
 
@@ -28,7 +32,8 @@ def load(name: str) -> ModuleType:
 def mistakes(name: str) -> tuple[str, ...]:
     """Every mistake id the checker `name` can report: its judge's MISTAKES, the one list
     (its verdict reports no other id). A deck whose code card names the checker registers
-    each of them (content/untrusted.py), so any verdict can be explained."""
+    each of them (content/untrusted.py), so any verdict can be explained. `behaviour`
+    reports the ids its card labels (the card's `versions`): none of its own."""
     return load(name).MISTAKES
 
 

@@ -378,14 +378,15 @@ def observe(code: str, plans: list[dict], device: str = "cpu") -> dict:
     return {"scenarios": scenarios, "error": None}
 
 
-def error_detail(exc: BaseException) -> dict:
-    """The exception as the learner should see it: type, message and their own line."""
+def error_detail(exc: BaseException, filename: str = LEARNER_FILE) -> dict:
+    """The exception as the learner should see it: type, message and their own line (the
+    innermost in `filename`: the learner's code, or an author's)."""
     line = None
-    if isinstance(exc, SyntaxError) and exc.filename == LEARNER_FILE:
+    if isinstance(exc, SyntaxError) and exc.filename == filename:
         line = exc.lineno
     tb = exc.__traceback__
     while tb is not None:  # the innermost frame of the learner's own code
-        if tb.tb_frame.f_code.co_filename == LEARNER_FILE:
+        if tb.tb_frame.f_code.co_filename == filename:
             line = tb.tb_lineno
         tb = tb.tb_next
     message = exc.msg if isinstance(exc, SyntaxError) else str(exc)

@@ -1,0 +1,257 @@
+"""Values as a behaviour check's runs report them, read, compared and shown: pure Python.
+
+The jailed child (`_behave`) writes each output as data, tagged so that nothing is
+ambiguous:
+  null, true/false, an int, a finite float, {"float": "nan" | "inf" | "-inf"},
+  {"str": text}, {"list": [...]}, {"tuple": [...]}, {"dict": [[key, value], ...]},
+  {"tensor": {"dtype": "float32", "shape": [3, 5], "values": [flat, row-major]}}
+(a tensor's values are numbers, bools, or "nan" / "inf" / "-inf"). The child bounds them
+(`MAX_VALUES`, `MAX_DEPTH`, `MAX_TEXT`); the judge reads them again (`check`), since a
+learner's run can write anything, and refuses what the child would never write.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+from content.checkers._trace import Malformed
+
+MAX_VALUES = 10_000  # numbers, strings and containers in one program's outputs (or the inputs)
+MAX_DEPTH = 16
+MAX_TEXT = 4_000
+MAX_CASES = 64
+SPECIAL = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+TAGS = ("float", "str", "list", "tuple", "dict", "tensor")
+
+
+@dataclass(frozen=True)
+class Compare:
+    """How outputs must match the reference's: `allclose` (|got - want| <= atol +
+    rtol * |want|, as torch.allclose) or `exact`; with equal_nan a NaN matches a NaN."""
+
+    kind: str = "allclose"
+    rtol: float = 1e-5
+    atol: float = 1e-8
+    equal_nan: bool = False
+
+    @classmethod
+    def read(cls, spec) -> Compare:
+        """From a card's `compare:` block; ValueError says what is wrong with it."""
+        if spec is None:
+            return cls()
+        if not isinstance(spec, dict) or set(spec) - {"kind", "rtol", "atol", "equal_nan"}:
+            raise ValueError("compare takes kind, rtol, atol and equal_nan")
+        kind = spec.get("kind", "allclose")
+        if kind not in ("allclose", "exact"):
+            raise ValueError("compare's kind is allclose or exact")
+        tolerances = [spec.get(k, getattr(cls, k)) for k in ("rtol", "atol")]
+        for t in tolerances:
+            if isinstance(t, bool) or not isinstance(t, int | float) or not 0 <= t < math.inf:
+                raise ValueError("compare's rtol and atol are numbers, 0 or more")
+        equal_nan = spec.get("equal_nan", False)
+        if not isinstance(equal_nan, bool):
+            raise ValueError("compare's equal_nan is true or false")
+        return cls(kind, float(tolerances[0]), float(tolerances[1]), equal_nan)
+
+
+# -- reading what a run reported ------------------------------------------------------------
+def check(value, budget: list[int] | None = None, depth: int = 0) -> None:
+    """Raise Malformed unless `value` is an encoded value the child could have written."""
+    budget = budget if budget is not None else [MAX_VALUES]
+    budget[0] -= 1
+    if budget[0] < 0 or depth > MAX_DEPTH:
+        raise Malformed("an output is larger or deeper than a run may report")
+    if value is None or isinstance(value, bool | int):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise Malformed("a float must be tagged")
+        return
+    if not isinstance(value, dict) or len(value) != 1 or next(iter(value)) not in TAGS:
+        raise Malformed("an output is not an encoded value")
+    tag, body = next(iter(value.items()))
+    if isinstance(body, str) and (tag == "str" or tag == "float" and body in SPECIAL):
+        return
+    if tag in ("list", "tuple") and isinstance(body, list):
+        for item in body:
+            check(item, budget, depth + 1)
+    elif tag == "dict" and isinstance(body, list):
+        for pair in body:
+            if not isinstance(pair, list) or len(pair) != 2:
+                raise Malformed("a dict's items are pairs")
+            check(pair[0], budget, depth + 1)
+            check(pair[1], budget, depth + 1)
+    elif tag == "tensor":
+        _check_tensor(body, budget)
+    else:
+        raise Malformed(f"a {tag} output is not encoded as one")
+
+
+def _check_tensor(body, budget: list[int]) -> None:
+    if not isinstance(body, dict) or not isinstance(body.get("dtype"), str):
+        raise Malformed("a tensor has no dtype")
+    shape, values = body.get("shape"), body.get("values")
+    if not isinstance(shape, list) or len(shape) > MAX_DEPTH or not isinstance(values, list):
+        raise Malformed("a tensor has no shape or values")
+    size = 1
+    for n in shape:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise Malformed("a tensor's shape is not sizes")
+        size *= n
+        if size > MAX_VALUES:
+            break
+    budget[0] -= len(values)
+    if size != len(values) or budget[0] < 0:
+        raise Malformed("a tensor's values do not fill its shape")
+    for v in values:
+        if not (isinstance(v, int | float) or isinstance(v, str) and v in SPECIAL):
+            raise Malformed("a tensor holds something other than numbers")
+
+
+def _number(v) -> float | int | bool:
+    return SPECIAL[v] if isinstance(v, str) else v
+
+
+def _scalar(value):
+    if isinstance(value, dict) and "float" in value:
+        return SPECIAL[value["float"]]
+    return value
+
+
+# -- comparing -----------------------------------------------------------------------------
+def numbers_differ(want, got, compare: Compare) -> bool:
+    """Whether two numbers differ under `compare` (bools are numbers here only if both are)."""
+    if isinstance(want, bool) or isinstance(got, bool):
+        return not (isinstance(want, bool) and isinstance(got, bool) and want == got)
+    if math.isnan(want) or math.isnan(got):
+        return not (compare.equal_nan and math.isnan(want) and math.isnan(got))
+    if math.isinf(want) or math.isinf(got) or compare.kind == "exact":
+        return want != got
+    return abs(got - want) > compare.atol + compare.rtol * abs(want)
+
+
+def difference(want, got, compare: Compare, where: str = "") -> str | None:
+    """None when `got` equals `want` under `compare`; else the first difference, in words
+    (`where`: the path to these values, as in `[0]["key"]`)."""
+    at = f" at {where}" if where else ""
+    want, got = _scalar(want), _scalar(got)
+    wkind, gkind = kind(want), kind(got)
+    if wkind != gkind:
+        return f"expected {article(wkind)}{at}, got {article(gkind)}"
+    if wkind == "number":
+        return (f"expected {show(want)}{at}, got {show(got)}"
+                if numbers_differ(want, got, compare) else None)
+    if wkind in ("None", "bool", "str"):
+        return None if want == got else f"expected {show(want)}{at}, got {show(got)}"
+    if wkind == "tensor":
+        return _tensor_difference(want["tensor"], got["tensor"], compare, at)
+    if wkind == "dict":
+        wanted, gotten = _keyed(want), _keyed(got)
+        if wanted.keys() != gotten.keys():
+            return f"expected keys {_keys(wanted)}{at}, got {_keys(gotten)}"
+        return next((d for k, (key, v) in wanted.items()
+                     if (d := difference(v, gotten[k][1], compare,
+                                         f"{where}[{show(key)}]"))), None)
+    items, others = want[wkind], got[wkind]
+    if len(items) != len(others):
+        return f"expected a {wkind} of {len(items)} items{at}, got {len(others)}"
+    return next((d for i, (a, b) in enumerate(zip(items, others, strict=True))
+                 if (d := difference(a, b, compare, f"{where}[{i}]"))), None)
+
+
+def _tensor_difference(want: dict, got: dict, compare: Compare, at: str) -> str | None:
+    if want["shape"] != got["shape"]:
+        return f"expected a tensor of shape {_shape(want)}{at}, got shape {_shape(got)}"
+    if want["dtype"] != got["dtype"]:
+        return f"expected dtype {want['dtype']}{at}, got {got['dtype']}"
+    for i, (a, b) in enumerate(zip(want["values"], got["values"], strict=True)):
+        a, b = _number(a), _number(b)
+        if numbers_differ(a, b, compare):
+            return f"expected {show(a)} at index {_index(i, want['shape'])}{at}, got {show(b)}"
+    return None
+
+
+def _index(flat: int, shape: list[int]) -> str:
+    index = []
+    for n in reversed(shape):
+        flat, i = divmod(flat, n)
+        index.append(i)
+    return "[" + ", ".join(map(str, reversed(index))) + "]"
+
+
+def _keyed(value: dict) -> dict[str, tuple]:
+    return {json.dumps(k, sort_keys=True): (k, v) for k, v in value["dict"]}
+
+
+def _keys(keyed: dict) -> str:
+    return "{" + ", ".join(sorted(show(k) for k, _ in keyed.values()))[:200] + "}"
+
+
+def kind(value) -> str:
+    if value is None:
+        return "None"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    return next(iter(value))
+
+
+def article(name: str) -> str:
+    return {"None": "None", "number": "a number", "bool": "a bool", "str": "a string",
+            "list": "a list", "tuple": "a tuple", "dict": "a dict",
+            "tensor": "a tensor"}.get(name, name)
+
+
+def size(value) -> int:
+    """How many numbers and strings a value holds (the smallest case is shown first)."""
+    value = _scalar(value)
+    if not isinstance(value, dict):
+        return 1
+    tag, body = next(iter(value.items()))
+    if tag == "tensor":
+        return max(len(body["values"]), 1)
+    if tag in ("list", "tuple"):
+        return sum(size(v) for v in body) or 1
+    if tag == "dict":
+        return sum(size(k) + size(v) for k, v in body) or 1
+    return 1
+
+
+# -- showing -------------------------------------------------------------------------------
+SHOWN_NUMBERS = 8
+
+
+def show(value, limit: int = 300) -> str:
+    """A short Python-like rendering (learner or author data: quote it as code)."""
+    text = _show(_scalar(value))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _show(value) -> str:
+    if value is None or isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else f"{value:.6g}"
+    if isinstance(value, int):
+        return str(value)
+    tag, body = next(iter(value.items()))
+    if tag == "str":
+        return repr(body[:200]) + ("…" if len(body) > 200 else "")
+    if tag == "tensor":
+        shown = ", ".join(_show(_number(v)) for v in body["values"][:SHOWN_NUMBERS])
+        more = ", …" if len(body["values"]) > SHOWN_NUMBERS else ""
+        return f"tensor([{shown}{more}], shape={_shape(body)}, dtype={body['dtype']})"
+    if tag == "dict":
+        return "{" + ", ".join(f"{_show(_scalar(k))}: {_show(_scalar(v))}"
+                               for k, v in body[:SHOWN_NUMBERS]) + "}"
+    inner = ", ".join(_show(_scalar(v)) for v in body[:SHOWN_NUMBERS])
+    inner += ", …" if len(body) > SHOWN_NUMBERS else ""
+    return f"({inner}{',' if len(body) == 1 else ''})" if tag == "tuple" else f"[{inner}]"
+
+
+def _shape(tensor: dict) -> str:
+    return "(" + ", ".join(map(str, tensor["shape"])) + ("," if len(tensor["shape"]) == 1
+                                                           else "") + ")"

@@ -1,0 +1,177 @@
+"""The `behaviour` checker: a learner's function judged against a card's reference and its
+labelled wrong versions, on cases the card's author writes (issue 27).
+
+Two jailed runs (`_behave`, started by the sandbox service): the author's (the cases, then
+the reference and each version on them) and the learner's (the same cases from the same
+seed, then the learner's entry). This module, in the service's checker processes, no torch,
+judges what both reported:
+- every case equal to the reference's output (by the card's `compare`): passed;
+- else the labelled version whose outcome equals the learner's on every case (an equal
+  value, or an exception of the same type) names the mistake;
+- else an exception is the learner's own line and message, and a wrong value is shown on
+  the smallest case that differs (input, expected, got, and the first difference).
+The mistake ids come from the card (`versions`), not from this module: MISTAKES is empty,
+and a deck registers the ids its behaviour cards list.
+"""
+
+from __future__ import annotations
+
+from content.checkers._trace import Malformed
+from content.checkers._values import MAX_CASES, MAX_VALUES, Compare, check, difference, show, size
+from content.checkers._verdict import error_result
+from content.safe_text import code_span
+
+MISTAKES: tuple[str, ...] = ()
+OUTCOMES = ("value", "unencodable", "raised")
+
+
+def judge(observations, salt: int = 0) -> dict:
+    """Judge {"entry", "compare", "versions": [ids], "author": run, "learner": run}, each
+    run as `_behave.observe` reports it. Raises Malformed for a record of another shape."""
+    if not isinstance(observations, dict):
+        raise Malformed("no behaviour was observed")
+    entry = str(observations.get("entry"))[:100]
+    try:
+        compare = Compare.read(observations.get("compare"))
+    except ValueError as exc:
+        raise Malformed(str(exc)) from None
+    author, learner = _run(observations.get("author")), _run(observations.get("learner"))
+    ids = observations.get("versions")
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise Malformed("the versions are not named")
+    problem = _exercise_problem(author, learner, len(ids))
+    if problem:
+        return broken(problem)
+    inputs = author["inputs"]["list"]
+    reference, *versions = (_outcomes(p, len(inputs)) for p in author["programs"])
+    mine = learner["programs"][0]
+    if len(learner["programs"]) != 1:
+        raise Malformed("the learner's run reported another program")
+    if "error" in mine:
+        return error_result(mine["error"])
+    got = _outcomes(mine, len(inputs))
+    if all(same(w, g, compare) for w, g in zip(reference, got, strict=True)):
+        return {"status": "ok", "passed": True, "mistakes": [], "feedback": [], "error": None}
+    return _wrong(entry, inputs, reference, got, dict(zip(ids, versions, strict=True)),
+                  compare)
+
+
+def broken(problem: str) -> dict:
+    """The exercise itself failed: not the learner's doing, and no verdict on the code."""
+    return {"status": "error", "passed": False, "mistakes": [], "error": None,
+            "feedback": ["this exercise could not judge the code (its author can fix it): "
+                         + code_span(problem, 500)]}
+
+
+def _run(run) -> dict:
+    if not isinstance(run, dict):
+        raise Malformed("a run reported nothing")
+    return run
+
+
+def _exercise_problem(author: dict, learner: dict, n_versions: int) -> str | None:
+    if (error := author.get("cases_error")) is not None:
+        return f"cases(rng) failed: {_error_text(error)}"
+    inputs = author.get("inputs")
+    check(inputs)
+    if not isinstance(inputs, dict) or not 0 < len(inputs.get("list") or ()) <= MAX_CASES:
+        raise Malformed("the author's run reported no cases")
+    if learner.get("cases_error") is not None or learner.get("digest") != author.get("digest"):
+        return ("cases(rng) made other cases in another run with the same seed: they must "
+                "depend on rng alone")
+    programs = author.get("programs")
+    if not isinstance(programs, list) or len(programs) != 1 + n_versions:
+        raise Malformed("the author's run reported other programs")
+    if not isinstance(learner.get("programs"), list) or not learner["programs"]:
+        raise Malformed("the learner's run reported no program")
+    reference = programs[0]
+    if not isinstance(reference, dict):
+        raise Malformed("the reference reported nothing")
+    if "error" in reference:
+        return f"the reference failed: {_error_text(reference['error'])}"
+    for i, outcome in enumerate(_outcomes(reference, len(inputs["list"])), 1):
+        if "raised" in outcome:
+            return f"the reference raised on case {i}: {_error_text(outcome['raised'])}"
+        if "unencodable" in outcome:
+            return f"the reference's output on case {i} {outcome['unencodable']}"
+    return None
+
+
+def _error_text(error) -> str:
+    if not isinstance(error, dict):
+        raise Malformed("error detail")
+    line = error.get("line")
+    where = f"line {line}: " if isinstance(line, int) and not isinstance(line, bool) else ""
+    return f"{where}{str(error.get('type'))[:100]}: {str(error.get('message'))[:300]}"
+
+
+def _outcomes(program, n_cases: int) -> list[dict]:
+    """A program's outcome per case, read as the child writes them (one budget each)."""
+    if not isinstance(program, dict):
+        raise Malformed("a program reported nothing")
+    if "error" in program:
+        return [{"raised": program["error"]}] * n_cases  # never equal to a value
+    outcomes = program.get("outcomes")
+    if not isinstance(outcomes, list) or len(outcomes) != n_cases:
+        raise Malformed("a program did not report one outcome per case")
+    budget = [MAX_VALUES]
+    for outcome in outcomes:
+        if not isinstance(outcome, dict) or len(outcome) != 1 or next(iter(outcome)) \
+                not in OUTCOMES:
+            raise Malformed("an outcome is not a value, a problem or an exception")
+        if "value" in outcome:
+            check(outcome["value"], budget)
+        elif "raised" in outcome and not isinstance(outcome["raised"], dict):
+            raise Malformed("error detail")
+    return outcomes
+
+
+def same(want: dict, got: dict, compare: Compare) -> bool:
+    """Two outcomes alike: equal values, or exceptions of one type."""
+    if "value" in want and "value" in got:
+        return difference(want["value"], got["value"], compare) is None
+    if "raised" in want and "raised" in got:
+        return str(want["raised"].get("type")) == str(got["raised"].get("type"))
+    return False
+
+
+def _wrong(entry: str, inputs: list, reference: list, got: list, versions: dict,
+           compare: Compare) -> dict:
+    raised = next((o["raised"] for o in got if "raised" in o), None)
+    for mistake, outcomes in versions.items():
+        if all(same(v, g, compare) for v, g in zip(outcomes, got, strict=True)):
+            text = f"{entry} does on every case what the known mistake '{mistake}' does"
+            if raised is not None:
+                return error_result(raised, (mistake, text))
+            return {"status": "ok", "passed": False, "mistakes": [mistake],
+                    "feedback": [text], "error": None}
+    if raised is not None:
+        case = next(i for i, o in enumerate(got) if "raised" in o)
+        result = error_result(raised)
+        result["feedback"].append(f"on {code_span(_call(entry, inputs[case]), 300)}")
+        return result
+    for i, outcome in enumerate(got):
+        if "unencodable" in outcome:
+            return _failed([f"what {entry} returned on {code_span(_call(entry, inputs[i]), 300)}"
+                            f" cannot be compared: it {code_span(outcome['unencodable'])}"])
+    differing = [i for i, (w, g) in enumerate(zip(reference, got, strict=True))
+                 if not same(w, g, compare)]
+    case = min(differing, key=lambda i: (size(inputs[i]), i))
+    want, mine = reference[case]["value"], got[case]["value"]
+    return _failed([
+        f"the smallest case that differs from the reference: "
+        f"{code_span(_call(entry, inputs[case]), 300)}",
+        f"expected: {code_span(show(want), 300)}",
+        f"got: {code_span(show(mine), 300)}",
+        f"first difference: {code_span(difference(want, mine, compare) or '', 300)}",
+    ])
+
+
+def _failed(feedback: list[str]) -> dict:
+    return {"status": "ok", "passed": False, "mistakes": [], "feedback": feedback,
+            "error": None}
+
+
+def _call(entry: str, args) -> str:
+    items = args["tuple"] if isinstance(args, dict) and "tuple" in args else [args]
+    return f"{entry}(" + ", ".join(show(a, 120) for a in items) + ")"
