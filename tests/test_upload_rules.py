@@ -51,6 +51,15 @@ def test_each_code_card_must_list_what_its_checker_reports():
         "report: list every one"]
 
 
+def test_a_behaviour_card_is_refused_until_its_upload_checks_exist():
+    # Its cases, reference and versions must be run and told apart before it is stored.
+    text = BUNDLED.read_text().replace("    checker: train_loop", "    checker: behaviour", 1)
+    with pytest.raises(UntrustedDeck) as refused:
+        parse_untrusted(text.encode(), check_limits)
+    assert [p.split(": ", 1)[1] for p in refused.value.problems] == [
+        "checker 'behaviour' is not open to decks yet"]
+
+
 def test_the_importers_draft_is_refused_for_its_placeholders_only():
     page = (FIXTURES / "practice-page.txt").read_text()
     draft, _ = import_page(page, deck_id="practice-page")
