@@ -79,6 +79,7 @@ def test_bench_checker_times_checks_through_the_sandbox():
     report = json.loads(result.stdout)
     assert report["checks"] == 6 and report["median_ms"] > 0
     assert report["card"] == "gradient-accumulation/train-loop"
+    assert report["behaviour"]["checks"] == 6 and report["behaviour"]["median_ms"] > 0
 
 
 def test_bench_reminders_claims_among_many_and_sends_within_the_limit():

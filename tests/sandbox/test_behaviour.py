@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from bot.bench.softmax_exercise import CASES, REFERENCE, VERSIONS, softmax_block
 from bot.sandbox.protocol import ERROR, OK, REFUSED
-from tests.helpers.behaviour import CASES, REFERENCE, VERSIONS, softmax_block
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

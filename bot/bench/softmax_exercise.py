@@ -1,4 +1,5 @@
-"""The issue's stable-softmax exercise as a behaviour block (issue 27), for the tests."""
+"""A behaviour exercise (issue 27's stable softmax) as the sandbox takes it: timed by
+`tutor bench checker` and judged in tests/sandbox/test_behaviour.py."""
 
 from __future__ import annotations
 
