@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import json
+
 import yaml
 
+from content.loader import DECKS_DIR
 from tests.helpers.cli import tutor
-from tests.helpers.decks import DECK, deck_yaml
+from tests.helpers.decks import DECK, deck_yaml, renamed
 from tests.helpers.hostile import alias_bomb
+from tests.helpers.train_loop import REFERENCE
+
+BUNDLED = DECKS_DIR / "gradient-accumulation.yaml"
 
 
 def test_publish_stores_a_version_and_list_shows_every_deck(tmp_path):
@@ -86,3 +92,17 @@ def test_import_refuses_an_oversize_page_before_drafting(tmp_path):
     kib = page.stat().st_size / 1024
     assert result.stderr.strip() == (f"{page}:1: the practice page is {kib:.0f} KiB; at most "
                                      "256 KiB are accepted")
+
+
+def test_check_judges_a_code_card_of_a_stored_deck(tmp_path):
+    db, deck, answer = tmp_path / "tutor.db", tmp_path / "ga-copy.yaml", tmp_path / "loop.py"
+    deck.write_text(renamed(BUNDLED.read_text(), "ga-copy"))
+    published = tutor("deck", "publish", str(deck), "--guild", "42", "--db", str(db))
+    assert published.returncode == 0, published.stderr
+    answer.write_text(REFERENCE)
+    unknown = tutor("check", "ga-copy/train-loop", str(answer))  # not without its database
+    assert unknown.returncode == 2 and "No code card 'ga-copy/train-loop'" in unknown.stderr
+    judged = tutor("check", "ga-copy/train-loop", str(answer), "--db", str(db), "--json")
+    report = json.loads(judged.stdout)
+    assert (judged.returncode, report["card"], report["passed"]) == (0, "ga-copy/train-loop",
+                                                                     True), judged.stderr

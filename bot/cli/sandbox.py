@@ -140,13 +140,27 @@ def cmd_sandbox_doctor(args) -> int:
     return 0 if report["bounded"] else 1
 
 
+def _decks(db: str | None):
+    """The bundled decks and, with `--db` (or DATABASE_URL set), every deck stored there."""
+    import os
+
+    from bot.cli.common import database_url, load_library
+
+    bundled = load_library()
+    if db is None and not os.environ.get("DATABASE_URL"):
+        return bundled
+    from bot.app import open_store, utc_now
+    from bot.engine.deck_library import LiveLibrary
+
+    return LiveLibrary(open_store(database_url(db)), bundled, utc_now).library
+
+
 def cmd_check(args) -> int:
     """Judge a code answer for a code card, as the bot would."""
-    from bot.cli.common import load_library
     from bot.engine.code_judge import report_from
     from content.schema import CodeCard
 
-    library = load_library()
+    library = _decks(args.db)
     if not library.has_card(args.card) or not isinstance(library.card(args.card), CodeCard):
         codes = [c.id for c in library.cards() if isinstance(c, CodeCard)]
         print(f"No code card '{args.card}'. Code cards: {', '.join(codes)}", file=sys.stderr)
@@ -181,6 +195,8 @@ def add_commands(sub) -> None:
     """`check` and `sandbox ...` on the top-level subparsers."""
     check = sub.add_parser("check", help="judge a code answer for a code card")
     check.add_argument("card", help="e.g. gradient-accumulation/train-loop")
+    check.add_argument("--db", help="SQLite file whose stored decks to look in too "
+                                    "(default: $DATABASE_URL when set)")
     _code_file_arguments(check, cmd_check)
 
     sandbox = sub.add_parser("sandbox", help="the code sandbox").add_subparsers(

@@ -14,6 +14,7 @@ from bot.discord_ui.client import TutorBot
 from bot.discord_ui.replies import APOLOGY
 from bot.engine.tutor import CodeReport, Tutor
 from content.schema import FillInCard
+from tests.helpers.decks import renamed
 from tests.helpers.discord import (
     choose,
     custom_ids,
@@ -182,11 +183,6 @@ async def test_a_fill_in_card_copes_with_a_chip_a_stored_version_dropped(world, 
 
 
 # -- 9: the bundled deck's export is a deck an upload accepts ---------------------------------
-
-def renamed(text: str, deck_id: str) -> str:
-    text = re.sub(r"^id: gradient-accumulation$", f"id: {deck_id}", text, count=1, flags=re.M)
-    return re.sub(r"(?m)^(\s*-?\s*id: )gradient-accumulation/", rf"\g<1>{deck_id}/", text)
-
 
 async def test_the_bundled_deck_exported_and_uploaded_back_plays_the_same_cards(
         world, admin, simcord_env, library):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import yaml
 
 DECK = {
@@ -44,3 +46,9 @@ def deck_yaml(edit=None, deck: dict | None = None) -> bytes:
     if edit:
         edit(data)
     return yaml.safe_dump(data, sort_keys=False).encode()
+
+
+def renamed(text: str, deck_id: str) -> str:
+    """The bundled deck's YAML as the deck `deck_id`: its id and every card id moved."""
+    text = re.sub(r"^id: gradient-accumulation$", f"id: {deck_id}", text, count=1, flags=re.M)
+    return re.sub(r"(?m)^(\s*-?\s*id: )gradient-accumulation/", rf"\g<1>{deck_id}/", text)
