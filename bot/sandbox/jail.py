@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import resource
+import stat
 import sys
 from pathlib import Path
 
@@ -113,8 +114,12 @@ def build_root(limits: Limits, gpu: bool) -> None:
     os.chdir(WORKDIR)
 
 
-def _gpu_devices() -> tuple[str, ...]:
-    return tuple(sorted(n for n in os.listdir("/dev") if n.startswith("nvidia")))
+def _gpu_devices(dev: str = "/dev") -> tuple[str, ...]:
+    """The NVIDIA device nodes to bind into a GPU run. Character devices only: a folder
+    such as /dev/nvidia-caps (MIG capabilities, not needed for a whole GPU) cannot be bound
+    onto a file, and failed every GPU run on a real H200 host."""
+    return tuple(sorted(n for n in os.listdir(dev) if n.startswith("nvidia")
+                        and stat.S_ISCHR(os.stat(os.path.join(dev, n)).st_mode)))
 
 
 def become_sandbox_user() -> None:

@@ -194,11 +194,18 @@ def serve(forker: ChildForker, control: socket.socket) -> None:
 
 def _warm_up(torch) -> None:
     """Run a tiny training step once, so lazy initialisation (cpuinfo reads /proc, kernel
-    dispatch tables, autograd) happens here and not in every jailed child."""
+    dispatch tables, autograd) happens here and not in every jailed child. On a GPU host
+    without the backward pass: autograd's first backward asks the CUDA driver for its
+    devices, and no child forked after that can initialise CUDA (on an H200 every GPU run
+    failed with "CUDA error: initialization error")."""
     model = torch.nn.Linear(3, 1)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     loss = torch.nn.functional.mse_loss(model(torch.ones(4, 3)), torch.zeros(4, 1))
-    loss.backward()
+    if os.path.exists("/dev/nvidiactl"):
+        for parameter in model.parameters():
+            parameter.grad = torch.zeros_like(parameter)
+    else:
+        loss.backward()
     optimizer.step()
     optimizer.zero_grad()
 

@@ -3,23 +3,25 @@
 from __future__ import annotations
 
 import os
+import stat
 
 import pytest
 import pytest_asyncio
 
 from bot.sandbox.client import SandboxClient
+from bot.sandbox.jail import _gpu_devices
 from bot.sandbox.protocol import MEMORY, OK
 
-pytestmark = [
-    pytest.mark.skipif(not os.path.exists("/dev/nvidiactl"),
-                       reason="no NVIDIA GPU on this machine: the CUDA path needs one"),
-    pytest.mark.asyncio(loop_scope="module"),
-]
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def gpu_sandbox():
-    client = SandboxClient(runs_per_minute=10**6)
+    if not os.path.exists("/dev/nvidiactl"):
+        pytest.skip("no NVIDIA GPU on this machine: the CUDA path needs one")
+    # What is tested is the GPU path; a GPU host lent for it may not delegate cgroups
+    # (the memory limit has its own tests), so accept rlimits there.
+    client = SandboxClient(runs_per_minute=10**6, allow_unbounded_memory=True)
     info = await client.start()
     assert info.gpu
     yield client
@@ -46,3 +48,12 @@ async def test_the_worker_never_initialised_cuda(gpu_sandbox):
         result = await gpu_sandbox.run("import torch\nprint(torch.cuda.is_available())",
                                        device="cuda")
         assert result.stdout == "True\n"
+
+
+async def test_only_device_nodes_are_bound_into_a_gpu_run(tmp_path):
+    # An H200 host has /dev/nvidia-caps, a folder: binding it onto a file failed every run.
+    os.mknod(tmp_path / "nvidia0", stat.S_IFCHR | 0o600, os.makedev(1, 3))
+    os.mknod(tmp_path / "nvidiactl", stat.S_IFCHR | 0o600, os.makedev(1, 3))
+    (tmp_path / "nvidia-caps").mkdir()
+    (tmp_path / "nvidia-notes.txt").write_text("not a device")
+    assert _gpu_devices(str(tmp_path)) == ("nvidia0", "nvidiactl")
