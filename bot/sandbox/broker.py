@@ -134,6 +134,25 @@ def entry_ms(entry_id: str) -> int:
     return int(entry_id.split("-", 1)[0])
 
 
+def live_hosts(reports: dict[str, str], now_ms: int,
+               heartbeat_s: float) -> tuple[dict[str, dict], list[str]]:
+    """A pool's `hosts:{pool}` hash split in two: the reports heard within three beats, and
+    the names of the rest (gone, or unreadable)."""
+    stale = now_ms - 3 * heartbeat_s * 1000
+    live, gone = {}, []
+    for name, value in reports.items():
+        try:
+            report = json.loads(value)
+            fresh = report["seen_ms"] >= stale
+        except (ValueError, TypeError, KeyError):
+            fresh = False
+        if fresh:
+            live[name] = report
+        else:
+            gone.append(name)
+    return live, gone
+
+
 def job_fields(rid: str, bot: str, learner: str, patience_ms: int, request: dict) -> dict:
     return {"rid": rid, "reply_to": bot, "learner": learner, "patience_ms": str(patience_ms),
             "request": json.dumps(request, ensure_ascii=False)}

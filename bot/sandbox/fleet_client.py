@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import hashlib
 import itertools
-import json
 import logging
 import secrets
 from collections import Counter
@@ -31,7 +30,9 @@ from bot.sandbox.broker import (
     FleetTiming,
     Keys,
     connect,
+    is_broker,
     job_fields,
+    live_hosts,
 )
 from bot.sandbox.client import SandboxBusy, SandboxClient
 from bot.sandbox.protocol import Limits, RunResult, ServiceInfo, busy, decode, failed
@@ -44,7 +45,7 @@ HOSTS_FRESH_S = 5.0  # how long a look at the hosts' load is reused
 def client_for(address: str | None, **options):
     """The sandbox client an address asks for: a fleet behind Redis (`redis://`,
     `rediss://`), a shared service (`unix:/path`), or a service of our own (None)."""
-    if address and address.startswith(("redis://", "rediss://")):
+    if is_broker(address):
         allowed = {"limits", "max_queue", "runs_per_minute", "timing", "prefix"}
         return FleetClient(address, **{k: v for k, v in options.items() if k in allowed})
     return SandboxClient(address=address, **options)
@@ -123,24 +124,23 @@ class FleetClient:
                 await asyncio.wait_for(self.redis.aclose(), 5)
 
     async def _current_epoch(self) -> str:
-        await self.redis.set(self.keys.epoch, secrets.token_hex(8), nx=True)
-        return await self.redis.get(self.keys.epoch)
+        """The epoch mark; the first process to find none (a new or emptied Redis) sets it."""
+        epoch = await self.redis.get(self.keys.epoch)
+        if epoch is None:
+            await self.redis.set(self.keys.epoch, secrets.token_hex(8), nx=True)
+            epoch = await self.redis.get(self.keys.epoch)
+        return epoch
 
-    async def hosts(self) -> dict[str, dict[str, dict]]:
-        """{pool: {host: its last report}} for the hosts heard from lately."""
+    async def hosts(self, fresh: bool = False) -> dict[str, dict[str, dict]]:
+        """{pool: {host: its last report}} for the hosts heard from lately (a look at most
+        HOSTS_FRESH_S old, unless `fresh`)."""
         loop = asyncio.get_running_loop()
         seen_at, hosts = self._hosts
-        if loop.time() - seen_at < HOSTS_FRESH_S:
+        if not fresh and loop.time() - seen_at < HOSTS_FRESH_S:
             return hosts
-        stale = self.clock.now_ms() - 3 * self.timing.heartbeat_s * 1000
-        hosts = {}
-        for pool in POOLS:
-            hosts[pool] = {}
-            for name, value in (await self.redis.hgetall(self.keys.hosts(pool))).items():
-                with contextlib.suppress(ValueError, TypeError, KeyError):
-                    report = json.loads(value)
-                    if report["seen_ms"] >= stale:
-                        hosts[pool][name] = report
+        now = self.clock.now_ms()
+        hosts = {pool: live_hosts(await self.redis.hgetall(self.keys.hosts(pool)), now,
+                                  self.timing.heartbeat_s)[0] for pool in POOLS}
         self._hosts = (loop.time(), hosts)
         return hosts
 
@@ -160,8 +160,7 @@ class FleetClient:
         for pool in POOLS:
             stats.queue[pool] = await self.redis.xlen(self.keys.jobs(pool))
             stats.reclaims[pool] = int(await self.redis.get(self.keys.reclaims(pool)) or 0)
-        self._hosts = (0.0, self._hosts[1])  # a fresh look
-        for pool, reports in (await self.hosts()).items():
+        for pool, reports in (await self.hosts(fresh=True)).items():
             for name, report in reports.items():
                 stats.in_flight[(pool, name)] = int(report.get("in_flight") or 0)
         return stats
@@ -202,9 +201,7 @@ class FleetClient:
                                f"{self.timing.patience_s:.0f} s")
         finally:
             del self._runs[rid]
-            with contextlib.suppress(RedisError, OSError):
-                await self._release(keys=[self.keys.learner(run.learner),
-                                          self.keys.queue(run.pool)], args=[rid])
+            await self._let_go(run)
         result = RunResult.from_wire(reply)
         if result.busy:
             raise self._refuse("busy", result.stderr or "The code runner is busy; try again.")
@@ -232,10 +229,15 @@ class FleetClient:
                                              run.request),
                                   maxlen=self.max_queue, approximate=False)
         except BaseException:
-            with contextlib.suppress(RedisError, OSError):
-                await self._release(keys=[self.keys.learner(run.learner),
-                                          self.keys.queue(run.pool)], args=[run.rid])
+            await self._let_go(run)
             raise
+
+    async def _let_go(self, run: _Run) -> None:
+        """The learner may send another run, and the queue place is free (best effort: the
+        keys expire by the run's deadline anyway)."""
+        with contextlib.suppress(RedisError, OSError):
+            await self._release(keys=[self.keys.learner(run.learner),
+                                      self.keys.queue(run.pool)], args=[run.rid])
 
     def _refuse(self, reason: str, message: str) -> SandboxBusy:
         self.refusals[reason] += 1
@@ -244,12 +246,16 @@ class FleetClient:
     # -- replies -------------------------------------------------------------------------
 
     async def _read_replies(self) -> None:
-        last, lost, backoff = "0-0", False, 0.2
+        last, lost, backoff, looked = "0-0", False, 0.2, 0.0
+        loop = asyncio.get_running_loop()
         while not self._stopping:
             try:
-                if lost or self._runs:
-                    last = await self._after_a_loss(last, lost)
-                    lost, backoff = False, 0.2
+                # Whether Redis lost the queue: after a lost connection, and while runs
+                # wait, once a blocking read (a restart can also go unseen: the client
+                # reconnects by itself).
+                if lost or (self._runs and loop.time() - looked >= self.timing.block_s):
+                    last = await self._after_a_loss(last)
+                    lost, backoff, looked = False, 0.2, loop.time()
                 streams = await self.redis.xread({self.replies: last}, count=100,
                                                  block=int(self.timing.block_s * 1000))
             except (RedisError, OSError) as exc:
@@ -274,7 +280,7 @@ class FleetClient:
             reply = failed("a sandbox host sent a reply this bot cannot read")
         run.future.set_result(reply)
 
-    async def _after_a_loss(self, last: str, lost: bool) -> str:
+    async def _after_a_loss(self, last: str) -> str:
         """Whether Redis lost its data (a restart without persistence): then the runs this
         process waits for are sent once more, and the reply stream starts anew."""
         epoch = await self._current_epoch()

@@ -22,7 +22,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from bot.sandbox.broker import GROUP, Clock, FleetTiming, Keys, entry_ms
+from bot.sandbox.broker import GROUP, Clock, FleetTiming, Keys, entry_ms, live_hosts
 from bot.sandbox.protocol import encode, failed
 
 log = logging.getLogger("sandbox.fleet")
@@ -207,11 +207,9 @@ class FleetHost:
                 asyncio.sleep(self.timing.heartbeat_s)))
 
     async def _forget_the_gone(self, hosts: str, now: int) -> None:
-        stale = now - 3 * self.timing.heartbeat_s * 1000
-        for name, value in (await self.redis.hgetall(hosts)).items():
-            with contextlib.suppress(ValueError, TypeError, KeyError):
-                if json.loads(value)["seen_ms"] < stale:
-                    await self.redis.hdel(hosts, name)
+        _, gone = live_hosts(await self.redis.hgetall(hosts), now, self.timing.heartbeat_s)
+        if gone:
+            await self.redis.hdel(hosts, *gone)
         with contextlib.suppress(ResponseError):  # no group yet
             for consumer in await self.redis.xinfo_consumers(self.jobs, GROUP):
                 if (consumer["name"] != self.name and consumer["pending"] == 0

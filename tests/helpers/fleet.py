@@ -73,8 +73,7 @@ async def fleet_client(redis: LocalRedis, **options) -> FleetClient:
 
 
 async def live_hosts(client: FleetClient, pool: str = "cpu") -> set[str]:
-    client._hosts = (0.0, {})  # a fresh look, not the cached one
-    return set((await client.hosts())[pool])
+    return set((await client.hosts(fresh=True))[pool])
 
 
 async def wait_for_hosts(client: FleetClient, count: int, pool: str = "cpu") -> set[str]:
