@@ -12,6 +12,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from content.checkers.behaviour import MAX_VERSIONS, NAME_MAX
+
 SLUG_RE = r"^[a-z][a-z0-9_-]*$"
 Slug = Annotated[str, StringConstraints(pattern=SLUG_RE, max_length=40)]
 CardId = Annotated[
@@ -19,6 +21,8 @@ CardId = Annotated[
 ]
 Text = Annotated[str, StringConstraints(min_length=1, strip_whitespace=True)]
 Difficulty = Literal["easy", "medium", "hard"]
+PythonName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+                                              max_length=NAME_MAX)]
 
 # `[[blank-id]]` marks a blank inside fill-in code.
 BLANK_RE = re.compile(r"\[\[([a-z][a-z0-9_-]*)\]\]")
@@ -111,6 +115,32 @@ class ChoiceCard(CardBase):
     solution: list[SolutionStep] = Field(min_length=1)
 
 
+class Comparison(Strict):
+    """How a learner's outputs must match the reference's (content/checkers/_values.py)."""
+
+    kind: Literal["allclose", "exact"] = Field(
+        default="allclose", description="allclose: |got - want| <= atol + rtol * |want| for "
+                                        "numbers and tensors (as torch.allclose); exact: equal.")
+    rtol: float = Field(default=1e-5, ge=0, allow_inf_nan=False)
+    atol: float = Field(default=1e-8, ge=0, allow_inf_nan=False)
+    equal_nan: bool = Field(default=False, description="A NaN matches a NaN in the same place "
+                                                       "(how an overflowing version is told).")
+
+
+class Behaviour(Strict):
+    """A `behaviour` code card's exercise: the learner's `entry` is run on the author's cases
+    and compared with the card's reference, and with one wrong version per listed mistake.
+    All of it is author code, run in the sandbox (and tried there when the deck is uploaded)."""
+
+    entry: PythonName = Field(description="The function (or class) the learner must define.")
+    cases: Text = Field(description="Code defining cases(rng): a list of argument tuples, "
+                                    "from the random.Random it is given (and nothing else).")
+    compare: Comparison = Field(default_factory=Comparison)
+    versions: dict[Slug, Text] = Field(
+        min_length=1, max_length=MAX_VERSIONS,
+        description="One wrong version per mistake id of the card: code that makes it.")
+
+
 class CodeCard(CardBase):
     type: Literal["code"]
     starter: Text = Field(description="What the learner starts from.")
@@ -118,6 +148,17 @@ class CodeCard(CardBase):
     checker: Slug = Field(description="Module in content/checkers that judges the code.")
     mistakes: list[Slug] = Field(min_length=1, description="Mistake ids the checker reports.")
     reference: Text = Field(description="A correct solution, shown after the check.")
+    behaviour: Behaviour | None = Field(
+        default=None, description="With `checker: behaviour` (and only then): the exercise.")
+
+    def behaviour_request(self) -> dict | None:
+        """The `behaviour` block as the sandbox takes it (bot/sandbox/behaviour.py)."""
+        if self.behaviour is None:
+            return None
+        block = self.behaviour
+        return {"entry": block.entry, "cases": block.cases, "reference": self.reference,
+                "versions": dict(block.versions), "compare": block.compare.model_dump(),
+                "given_names": list(self.given_names)}
 
 
 Card = Annotated[FillInCard | ChoiceCard | CodeCard, Field(discriminator="type")]

@@ -163,3 +163,53 @@ def test_a_forged_record_is_malformed(breaks):
     breaks(rec)
     with pytest.raises((Malformed, KeyError, TypeError)):
         behaviour.judge(rec)
+
+
+def vet_record(versions: dict, again=None, second_versions=None):
+    """An exercise tried on two seeds (inputs 1, 2 and 3, 4) with the reference f(x) = 2x."""
+    def author(inputs, programs):
+        return {"inputs": {"list": [{"tuple": [i]} for i in inputs]}, "digest": str(inputs),
+                "programs": [outcomes(*(2 * i for i in inputs)), *programs]}
+    first = author((1, 2), versions.values())
+    second = author((3, 4), (second_versions or versions).values())
+    repeat = {"digest": "(1, 2)", "programs": [again or outcomes(2, 4)]}
+    return {"vet": {"entry": "f", "compare": {"kind": "exact"}, "versions": list(versions),
+                    "authors": [first, second], "again": repeat}}
+
+
+def test_a_sound_exercise_passes_its_trial():
+    tried = behaviour.judge(vet_record({"plus_one": outcomes(2, 3), "squared": outcomes(1, 4)},
+                                       second_versions={"plus_one": outcomes(4, 5),
+                                                        "squared": outcomes(9, 16)}))
+    assert tried["passed"] and tried["feedback"] == []
+
+
+def test_a_trial_says_each_problem_once_over_both_seeds():
+    # On the first seed "squared" equals the reference at 2 only; on the second it is alike
+    # to "plus_one" on every case: one problem, said once, though found on one seed.
+    tried = behaviour.judge(vet_record(
+        {"plus_one": outcomes(2, 3), "squared": outcomes(1, 4), "same": outcomes(2, 4)},
+        second_versions={"plus_one": outcomes(4, 5), "squared": outcomes(4, 5),
+                         "same": outcomes(6, 8)}))
+    assert tried["feedback"] == [
+        "version same cannot be told apart from the reference on these cases",
+        "versions plus_one and squared cannot be told apart on these cases"]
+
+
+def test_a_reference_that_changes_between_processes_fails_its_trial():
+    tried = behaviour.judge(vet_record({"plus_one": outcomes(2, 3)}, again=outcomes(2, 5)))
+    assert tried["feedback"] == ["the reference gave other outputs in another run with the "
+                                 "same seed (case 2): f must depend on its arguments alone"]
+
+
+@pytest.mark.parametrize("breaks", [
+    lambda r: r["vet"].pop("authors"),
+    lambda r: r["vet"]["authors"].pop(),
+    lambda r: r["vet"].update(again=None),
+    lambda r: r["vet"]["authors"][0]["programs"].pop(),
+])
+def test_a_forged_trial_record_is_malformed(breaks):
+    rec = vet_record({"plus_one": outcomes(2, 3)})
+    breaks(rec)
+    with pytest.raises(Malformed):
+        behaviour.judge(rec)

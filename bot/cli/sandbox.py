@@ -168,7 +168,7 @@ def cmd_check(args) -> int:
     card = library.card(args.card)
     code, result = _read_source(args.file)
     result = result or _sandboxed(code, mode="check", checker=card.checker,
-                                  device=args.device)
+                                  device=args.device, behaviour=card.behaviour_request())
     report = report_from(result)
     explained = [f"{m.title}: {m.explanation}"
                  for m in (library.mistake(card.id, i) for i in report.mistakes)]

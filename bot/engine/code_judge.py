@@ -27,6 +27,9 @@ STOPPED = {
     OUTPUT_LIMIT: "Your code printed too much and was stopped.",
 }
 
+VET_STOPPED = {TIMEOUT: "ran past the time limit (does cases(rng) return?)",
+               MEMORY: "used more memory than allowed", OUTPUT_LIMIT: "printed too much"}
+
 
 def report_from(result: RunResult) -> CodeReport:
     """A sandbox result (run in `check` mode) as the engine's CodeReport. A result's
@@ -61,14 +64,37 @@ class SandboxJudge:
         self.device, self.timeout_s = device, timeout_s
 
     def __call__(self, card: CodeCard, code: str, learner: object = None) -> CodeReport:
-        run = self.client.run(code, learner=None if learner is None else str(learner),
-                              mode="check", checker=card.checker, device=self.device)
+        return report_from(self._result(
+            code, learner=None if learner is None else str(learner), mode="check",
+            checker=card.checker, device=self.device, behaviour=card.behaviour_request()))
+
+    def vet(self, card: CodeCard) -> tuple[list[str], bool]:
+        """What is wrong with a behaviour card's exercise (its cases, reference and
+        versions, tried in the sandbox before the deck is stored; [] when nothing is), and
+        whether a limit stopped it."""
+        result = self._result(card.reference, mode="vet", checker=card.checker,
+                              behaviour=card.behaviour_request())
+        return vet_problems(result), result.status in VET_STOPPED
+
+    def _result(self, code: str, **run) -> RunResult:
         started = time.perf_counter()
         try:
-            result = asyncio.run_coroutine_threadsafe(run, self.loop).result(self.timeout_s)
+            result = asyncio.run_coroutine_threadsafe(self.client.run(code, **run),
+                                                      self.loop).result(self.timeout_s)
         except SandboxBusy as exc:
             record_refusal(exc.reason)
             raise TryAgain(str(exc)) from None
         record_sandbox(result.status, time.perf_counter() - started)
-        return report_from(result)
+        return result
+
+
+def vet_problems(result: RunResult) -> list[str]:
+    """A tried exercise's problems, each a sentence for its author."""
+    if result.report is not None:
+        return [] if result.report.passed else [plain(text) for text in result.report.feedback]
+    if result.status in VET_STOPPED:
+        return [f"the exercise's own code (its cases, reference or a version) "
+                f"{VET_STOPPED[result.status]} and was stopped"]
+    detail = result.error or result.stderr
+    return [f"the exercise's own code could not be run: {code_span(detail or result.status)}"]
 

@@ -9,17 +9,27 @@ becomes two requests for jailed children with the same seed, drawn per submissio
   see nothing of what the reference returns.
 Both runs keep every limit of a run. What they report goes to the judge
 (`content/checkers/behaviour.py`) as one record (`observations`).
+
+A deck's exercise is tried before it is stored ({"mode": "vet", ...}, the same block, the
+reference as the code): the author's run on two seeds, and the reference once more in a
+fresh process on the first seed, in the learner's role (is it deterministic?). The judge's
+`vet` says what is wrong with it (`vet_observations`).
 """
 
 from __future__ import annotations
 
 from content import checkers
 from content.checkers._values import Compare
+from content.checkers.behaviour import MAX_GIVEN, MAX_VERSIONS, NAME_MAX
 
 OBSERVER = checkers.OBSERVERS[checkers.BEHAVIOUR]
-MAX_VERSIONS = 8
-MAX_GIVEN = 16
-NAME_MAX = 64
+RUNS = {"check": 2, "vet": 3}  # jailed runs one request makes, one after another
+MOST_RUNS = max(RUNS.values())
+
+
+def runs(mode: str, block) -> int:
+    """How many runs a request takes, for its deadline."""
+    return RUNS.get(mode, 1) if block is not None else 1
 
 
 def _name(value) -> bool:
@@ -67,6 +77,25 @@ def requests(submission: dict, code: str, seed: int,
     learner = {"mode": "check", "device": "cpu", "code": code, "observer": OBSERVER,
                "plan": {**shared, "role": "learner"}}
     return author, learner
+
+
+def vet_requests(submission: dict, seeds: tuple[int, int],
+                 code_max_bytes: int) -> list[dict] | str:
+    """The three runs that try an exercise (see above), or why it is refused."""
+    block = submission.get("behaviour")
+    if problem := _problem(block, code_max_bytes):
+        return problem
+    first, again = requests(submission, block["reference"], seeds[0], code_max_bytes)
+    second, _ = requests(submission, block["reference"], seeds[1], code_max_bytes)
+    return [first, second, again]
+
+
+def vet_observations(submission: dict, details: list[dict]) -> dict:
+    block = submission["behaviour"]
+    first, second, again = (detail.get("observations") for detail in details)
+    return {"vet": {"entry": block["entry"], "compare": block.get("compare"),
+                    "versions": list(block.get("versions") or {}),
+                    "authors": [first, second], "again": again}}
 
 
 def author_failed(result: dict) -> dict:

@@ -25,6 +25,8 @@ import json
 import time
 from dataclasses import dataclass
 
+from bot.sandbox.behaviour import MOST_RUNS
+
 POOLS = ("cpu", "cuda")
 GROUP = "hosts"
 PREFIX = "tutor:sandbox:"
@@ -69,11 +71,12 @@ class Keys:
 @dataclass(frozen=True)
 class FleetTiming:
     """How long things wait, in seconds. A host takes over a run whose host has been silent
-    for `claim_idle_s` (the run's wall limit plus a margin for judging); the bot gives up
-    on a run after `patience_s`, long enough for one takeover and a second run."""
+    for `claim_idle_s` (the longest request's runs, a behaviour exercise tried on upload:
+    three wall limits, plus a margin for judging); the bot gives up on a run after
+    `patience_s`, long enough for one takeover and a second try of the longest request."""
 
-    patience_s: float = 50.0
-    claim_idle_s: float = 30.0
+    patience_s: float = 100.0
+    claim_idle_s: float = 50.0
     claim_every_s: float = 2.0  # how often a host with a free slot looks for orphans
     heartbeat_s: float = 5.0  # a host's load in `hosts:{pool}`; stale after 3 beats
     reply_ttl_s: float = 300.0  # a dead bot's replies vanish after this
@@ -82,8 +85,8 @@ class FleetTiming:
 
     @classmethod
     def for_limits(cls, wall_s: float, reply_margin_s: float, **overrides) -> FleetTiming:
-        values = {"patience_s": wall_s + 2 * reply_margin_s,
-                  "claim_idle_s": wall_s + reply_margin_s, **overrides}
+        longest = MOST_RUNS * wall_s + reply_margin_s
+        values = {"patience_s": 2 * longest, "claim_idle_s": longest, **overrides}
         return cls(**values)
 
 

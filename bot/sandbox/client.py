@@ -23,6 +23,7 @@ from collections import defaultdict, deque
 from collections.abc import Callable
 from pathlib import Path
 
+from bot.sandbox.behaviour import runs as behaviour_runs
 from bot.sandbox.protocol import Limits, RunResult, ServiceInfo, decode, encode, failed
 
 log = logging.getLogger(__name__)
@@ -218,8 +219,8 @@ class SandboxClient:
         `behaviour`: a behaviour check's block (bot/sandbox/behaviour.py)."""
         if learner is not None:
             self._admit(learner)
-        runs = 2 if behaviour is not None else 1  # a behaviour check: the author's run too
-        deadline = runs * self.limits.wall_s + 2 * self.limits.reply_margin_s
+        deadline = (behaviour_runs(mode, behaviour) * self.limits.wall_s
+                    + 2 * self.limits.reply_margin_s)
         try:
             request = {"code": code, "mode": mode, "checker": checker, "device": device,
                        "learner": learner}

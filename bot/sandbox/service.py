@@ -48,6 +48,14 @@ BROKER_VARIABLE = "SANDBOX_BROKER"  # redis://user:password@host:port/db, for a 
 DISCARD_WAIT_S = 10.0  # how long a stop waits for the zygote to report a killed child
 
 
+class TooLate(Exception):
+    """A submission waited for a slot past its client's patience."""
+
+
+def _seed() -> int:
+    return secrets.randbelow(2**31 - 1) + 1
+
+
 class SandboxService:
     """Admits submissions, runs each in a jailed child from the zygote and decides its
     result; code checks go on to the checker pool."""
@@ -171,6 +179,8 @@ class SandboxService:
                 return await self._execute(submission)
         except Busy as exc:
             return busy(str(exc))
+        except TooLate:
+            return failed("the sandbox was too busy to run this in time; try again")
         except Exception:  # noqa: BLE001 - a reply, never silence
             log.exception("sandbox run failed")
             return failed("the sandbox failed while running this code")
@@ -185,6 +195,8 @@ class SandboxService:
             return refused("code is not run here: this host gives the sandbox no memory limit "
                            "(see `tutor sandbox doctor`)")
         mode = submission.get("mode") or "run"
+        if mode == "vet":
+            return await self._vet(submission)
         request = {"code": code, "mode": mode, "device": submission.get("device") or "cpu"}
         checker, salt, author = None, 0, None
         if mode == "check":
@@ -193,7 +205,7 @@ class SandboxService:
                 return refused(f"no checker named {checker!r}")
             # Data and weights differ per submission: a record of someone's correct run,
             # saved and written back by a loop that never trains, matches nothing.
-            salt = secrets.randbelow(2**31 - 1) + 1
+            salt = _seed()
             if checker == checkers.BEHAVIOUR:  # two runs: the author's, then the learner's
                 made = behaviour.requests(submission, code, salt, self.limits.code_max_bytes)
                 if isinstance(made, str):
@@ -205,11 +217,7 @@ class SandboxService:
         elif mode != "run":
             return refused(f"unknown mode {mode!r}")
         gpu = request["device"] == "cuda" and os.path.exists("/dev/nvidiactl")
-        arrived = time.monotonic()
-        async with self.admission.slot():
-            if time.monotonic() - arrived > self.limits.reply_margin_s:
-                # Its client has stopped waiting: running it now would only delay others.
-                return failed("the sandbox was too busy to run this in time; try again")
+        async with self._turn():
             if author is not None:
                 author_result, author_detail = await self._run(author, gpu=False)
                 if author_result["status"] != OK:
@@ -224,6 +232,35 @@ class SandboxService:
         if checker is not None:
             result = await self._judged(checker, salt, result, detail)
         return result
+
+    async def _vet(self, submission: dict) -> dict:
+        """A deck's behaviour exercise tried before it is stored: its runs one after another
+        (the first that ends badly is the answer, its status saying how), then the judge."""
+        if submission.get("checker") != checkers.BEHAVIOUR:
+            return refused("only a behaviour exercise is tried")
+        made = behaviour.vet_requests(submission, (_seed(), _seed()),
+                                      self.limits.code_max_bytes)
+        if isinstance(made, str):
+            return refused(made)
+        details = []
+        async with self._turn():
+            for request in made:
+                result, detail = await self._run(request, gpu=False)
+                if result["status"] != OK:
+                    return result
+                details.append(detail)
+        detail = {"observations": behaviour.vet_observations(submission, details)}
+        return await self._judged(checkers.BEHAVIOUR, 0, result, detail)
+
+    @contextlib.asynccontextmanager
+    async def _turn(self):
+        """A run slot, or TooLate when it came after the client stopped waiting."""
+        arrived = time.monotonic()
+        async with self.admission.slot():
+            if time.monotonic() - arrived > self.limits.reply_margin_s:
+                # Its client has stopped waiting: running it now would only delay others.
+                raise TooLate
+            yield
 
     async def _run(self, request: dict, gpu: bool) -> tuple[dict, dict]:
         loop = asyncio.get_running_loop()

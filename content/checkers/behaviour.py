@@ -22,23 +22,20 @@ from content.checkers._verdict import error_result
 from content.safe_text import code_span
 
 MISTAKES: tuple[str, ...] = ()
+MAX_VERSIONS = 8  # labelled wrong versions a card may have (each runs on every case)
+MAX_GIVEN = 16  # names a card gives the learner's code
+NAME_MAX = 64  # characters of an entry, a given name or a version's id
 OUTCOMES = ("value", "unencodable", "raised")
 
 
 def judge(observations, salt: int = 0) -> dict:
     """Judge {"entry", "compare", "versions": [ids], "author": run, "learner": run}, each
-    run as `_behave.observe` reports it. Raises Malformed for a record of another shape."""
-    if not isinstance(observations, dict):
-        raise Malformed("no behaviour was observed")
-    entry = str(observations.get("entry"))[:100]
-    try:
-        compare = Compare.read(observations.get("compare"))
-    except ValueError as exc:
-        raise Malformed(str(exc)) from None
+    run as `_behave.observe` reports it; or try an exercise before it is stored ({"vet":
+    ...}: see `vet`). Raises Malformed for a record of another shape."""
+    if isinstance(observations, dict) and "vet" in observations:
+        return vet(observations["vet"])
+    entry, compare, ids = _exercise(observations)
     author, learner = _run(observations.get("author")), _run(observations.get("learner"))
-    ids = observations.get("versions")
-    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-        raise Malformed("the versions are not named")
     problem = _exercise_problem(author, learner, len(ids))
     if problem:
         return broken(problem)
@@ -50,10 +47,90 @@ def judge(observations, salt: int = 0) -> dict:
     if "error" in mine:
         return error_result(mine["error"])
     got = _outcomes(mine, len(inputs))
-    if all(same(w, g, compare) for w, g in zip(reference, got, strict=True)):
+    if _alike(reference, got, compare):
         return {"status": "ok", "passed": True, "mistakes": [], "feedback": [], "error": None}
     return _wrong(entry, inputs, reference, got, dict(zip(ids, versions, strict=True)),
                   compare)
+
+
+def vet(record) -> dict:
+    """An exercise tried before it is stored: {"entry", "compare", "versions", "authors":
+    [the author's run on one seed, on another], "again": the reference run in another
+    process on the first seed (in the learner's role)}. Passed when the reference runs and
+    is deterministic for a seed, and every version runs and differs, on each seed, from the
+    reference and from every other version; else `feedback` says each problem once."""
+    entry, compare, ids = _exercise(record)
+    runs, again = record.get("authors"), _run(record.get("again"))
+    if not isinstance(runs, list) or len(runs) != 2:
+        raise Malformed("an exercise is tried on two seeds")
+    first, second = (_run(run) for run in runs)
+    problems: list[str] = []
+    for run in (first, second):
+        if (problem := _author_problem(run, len(ids))) and problem not in problems:
+            problems.append(problem)
+    if not problems:
+        problems += _reproducible(first, again, compare, entry)
+    if not problems:
+        for run in (first, second):
+            problems += [p for p in _indistinct(run, ids, compare, entry) if p not in problems]
+    return {"status": "ok", "passed": not problems, "mistakes": [], "error": None,
+            "feedback": problems}
+
+
+def _reproducible(first: dict, again: dict, compare: Compare, entry: str) -> list[str]:
+    """The same seed in another process: the same cases, and the reference's same outputs."""
+    problem = _exercise_problem(first, again, len(first["programs"]) - 1)
+    if problem:
+        return [problem]
+    n = len(first["inputs"]["list"])
+    reference, repeated = _outcomes(first["programs"][0], n), _outcomes(again["programs"][0], n)
+    for i, (want, got) in enumerate(zip(reference, repeated, strict=True), 1):
+        if not same(want, got, compare):
+            return [f"the reference gave other outputs in another run with the same seed "
+                    f"(case {i}): {entry} must depend on its arguments alone"]
+    return []
+
+
+def _indistinct(run: dict, ids: list[str], compare: Compare, entry: str) -> list[str]:
+    """What a learner's answer could not be told by on this run's cases."""
+    n = len(run["inputs"]["list"])
+    reference = _outcomes(run["programs"][0], n)
+    problems, named = [], {}
+    for mistake, program in zip(ids, run["programs"][1:], strict=True):
+        if isinstance(program, dict) and "error" in program:
+            problems.append(f"version {mistake} fails before {entry} is called "
+                            f"({code_span(_error_text(program['error']), 300)}): a mistake is "
+                            f"recognised only by what {entry} does")
+        else:
+            named[mistake] = _outcomes(program, n)
+    ids = list(named)
+    for mistake, outcomes in named.items():
+        if _alike(outcomes, reference, compare):
+            problems.append(f"version {mistake} cannot be told apart from the reference on "
+                            "these cases")
+    for i, (one, outcomes) in enumerate(named.items()):
+        for other in ids[i + 1:]:
+            if _alike(outcomes, named[other], compare):
+                problems.append(f"versions {one} and {other} cannot be told apart on these "
+                                "cases")
+    return problems
+
+
+def _alike(one: list[dict], other: list[dict], compare: Compare) -> bool:
+    return all(same(a, b, compare) for a, b in zip(one, other, strict=True))
+
+
+def _exercise(record) -> tuple[str, Compare, list[str]]:
+    if not isinstance(record, dict):
+        raise Malformed("no behaviour was observed")
+    try:
+        compare = Compare.read(record.get("compare"))
+    except ValueError as exc:
+        raise Malformed(str(exc)) from None
+    ids = record.get("versions")
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise Malformed("the versions are not named")
+    return str(record.get("entry"))[:100], compare, ids
 
 
 def broken(problem: str) -> dict:
@@ -70,26 +147,43 @@ def _run(run) -> dict:
 
 
 def _exercise_problem(author: dict, learner: dict, n_versions: int) -> str | None:
+    problem = _cases_problem(author)
+    if problem is None and (learner.get("cases_error") is not None
+                            or learner.get("digest") != author.get("digest")):
+        problem = ("cases(rng) made other cases in another run with the same seed: they must "
+                   "depend on rng alone")
+    problem = problem or _reference_problem(author, n_versions)
+    if problem is None and (not isinstance(learner.get("programs"), list)
+                            or not learner["programs"]):
+        raise Malformed("the learner's run reported no program")
+    return problem
+
+
+def _author_problem(author: dict, n_versions: int) -> str | None:
+    """Why the author's run cannot judge anything: its cases or its reference failed."""
+    return _cases_problem(author) or _reference_problem(author, n_versions)
+
+
+def _cases_problem(author: dict) -> str | None:
     if (error := author.get("cases_error")) is not None:
         return f"cases(rng) failed: {_error_text(error)}"
     inputs = author.get("inputs")
     check(inputs)
     if not isinstance(inputs, dict) or not 0 < len(inputs.get("list") or ()) <= MAX_CASES:
         raise Malformed("the author's run reported no cases")
-    if learner.get("cases_error") is not None or learner.get("digest") != author.get("digest"):
-        return ("cases(rng) made other cases in another run with the same seed: they must "
-                "depend on rng alone")
+    return None
+
+
+def _reference_problem(author: dict, n_versions: int) -> str | None:
     programs = author.get("programs")
     if not isinstance(programs, list) or len(programs) != 1 + n_versions:
         raise Malformed("the author's run reported other programs")
-    if not isinstance(learner.get("programs"), list) or not learner["programs"]:
-        raise Malformed("the learner's run reported no program")
     reference = programs[0]
     if not isinstance(reference, dict):
         raise Malformed("the reference reported nothing")
     if "error" in reference:
         return f"the reference failed: {_error_text(reference['error'])}"
-    for i, outcome in enumerate(_outcomes(reference, len(inputs["list"])), 1):
+    for i, outcome in enumerate(_outcomes(reference, len(author["inputs"]["list"])), 1):
         if "raised" in outcome:
             return f"the reference raised on case {i}: {_error_text(outcome['raised'])}"
         if "unencodable" in outcome:
@@ -139,7 +233,7 @@ def _wrong(entry: str, inputs: list, reference: list, got: list, versions: dict,
            compare: Compare) -> dict:
     raised = next((o["raised"] for o in got if "raised" in o), None)
     for mistake, outcomes in versions.items():
-        if all(same(v, g, compare) for v, g in zip(outcomes, got, strict=True)):
+        if _alike(outcomes, got, compare):
             text = f"{entry} does on every case what the known mistake '{mistake}' does"
             if raised is not None:
                 return error_result(raised, (mistake, text))
