@@ -10,6 +10,8 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from content import checkers
+from content.checkers.behaviour import MAX_GIVEN, NAME_MAX
 from content.giveaways import check_giveaways, spells_out
 from content.schema import BLANK_RE, ChoiceCard, CodeCard, Deck, FillInCard
 
@@ -55,6 +57,7 @@ def _deck_problems(deck: Deck) -> Iterator[Problem]:
             yield from _choice_problems(card, base, refs)
         elif isinstance(card, CodeCard):
             refs += [((*base, "mistakes", i), m) for i, m in enumerate(card.mistakes)]
+            yield from _behaviour_problems(card, base)
         for path, mistake_id in refs:
             used.add(mistake_id)
             if mistake_id not in known:
@@ -62,6 +65,33 @@ def _deck_problems(deck: Deck) -> Iterator[Problem]:
     for index, mistake in enumerate(deck.mistakes):
         if mistake.id not in used:
             yield ("mistakes", index, "id"), f"mistake '{mistake.id}' is never used by a card"
+
+
+def _behaviour_problems(card: CodeCard, base: Path) -> Iterator[Problem]:
+    """A `behaviour` card has its exercise, with one wrong version per mistake it lists."""
+    block = card.behaviour
+    if card.checker != checkers.BEHAVIOUR:
+        if block is not None:
+            yield (*base, "behaviour"), (f"a behaviour block is read only with 'checker: "
+                                         f"{checkers.BEHAVIOUR}', not '{card.checker}'")
+        return
+    if block is None:
+        yield (*base, "checker"), ("checker 'behaviour' needs the card's behaviour block: "
+                                   "entry, cases, compare and versions")
+        return
+    if missing := [m for m in card.mistakes if m not in block.versions]:
+        yield (*base, "behaviour", "versions"), (
+            f"no wrong version for {', '.join(missing)}: each mistake the card lists needs "
+            "the code that makes it, so that a learner's answer can be recognised")
+    for version in block.versions:
+        if version not in card.mistakes:
+            yield (*base, "behaviour", "versions", version), (
+                f"version '{version}' is not one of the card's mistakes: list it there too")
+    if len(card.given_names) > MAX_GIVEN:
+        yield (*base, "given_names"), f"a behaviour card gives at most {MAX_GIVEN} names"
+    for i, name in enumerate(card.given_names):
+        if not name.isidentifier() or len(name) > NAME_MAX:
+            yield (*base, "given_names", i), f"'{name[:80]}' is not a Python name"
 
 
 def _leaks(hint: str, answer: str) -> bool:

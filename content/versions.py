@@ -37,4 +37,6 @@ def accepts_changed(old: AnyCard, new: AnyCard) -> str | None:
             return f"the answer of blank(s) {', '.join(moved)} changed"
     elif isinstance(old, CodeCard) and old.checker != new.checker:
         return f"its checker is now '{new.checker}', not '{old.checker}'"
+    elif isinstance(old, CodeCard) and old.behaviour_request() != new.behaviour_request():
+        return "it judges code by another exercise (its reference, cases or versions changed)"
     return None

@@ -72,6 +72,18 @@ def tutor(app) -> Tutor:
     return app.tutor
 
 
+@pytest.fixture(scope="module")
+def sandbox_judge():
+    """The engine's code judge on a real sandbox service of its own (one per module)."""
+    from bot.engine.code_judge import SandboxJudge
+    from bot.sandbox.background import BackgroundSandbox
+
+    sandbox = BackgroundSandbox()
+    sandbox.start()
+    yield SandboxJudge(sandbox.client, sandbox.loop)
+    sandbox.stop()
+
+
 def pytest_collection_modifyitems(config, items):
     if os.environ.get("TEST_POSTGRES_URL"):
         skip = pytest.mark.skip(reason="SQLite specifics; this run is against PostgreSQL")

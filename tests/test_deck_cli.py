@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 
 import yaml
 
 from content.loader import DECKS_DIR
 from tests.helpers.cli import tutor
 from tests.helpers.decks import DECK, deck_yaml, renamed
+from tests.helpers.exercises import EXAMPLE, MISTAKEN
 from tests.helpers.hostile import alias_bomb
 from tests.helpers.train_loop import REFERENCE
 
@@ -106,3 +108,36 @@ def test_check_judges_a_code_card_of_a_stored_deck(tmp_path):
     report = json.loads(judged.stdout)
     assert (judged.returncode, report["card"], report["passed"]) == (0, "ga-copy/train-loop",
                                                                      True), judged.stderr
+
+
+def test_the_example_exercises_publish_judge_and_play_in_the_terminal(tmp_path):
+    """`tutor deck publish` tries the behaviour cards in the sandbox; `tutor check` and
+    `tutor practice` then judge answers to them from the database."""
+    db, answer = tmp_path / "tutor.db", tmp_path / "mask.py"
+    published = tutor("deck", "publish", str(EXAMPLE), "--guild", "7", "--db", str(db))
+    assert published.returncode == 0, published.stderr
+    assert "Stored 'pytorch-exercises' version 1 (3 cards)" in published.stdout
+    card, code = MISTAKEN["mask_fills_zero"]
+    answer.write_text(code)
+    judged = tutor("check", card, str(answer), "--db", str(db), "--json")
+    report = json.loads(judged.stdout)
+    assert (judged.returncode, report["mistakes"]) == (1, ["mask_fills_zero"]), judged.stderr
+    assert any(line.startswith("Masked scores set to zero, not to minus infinity: ")
+               for line in report["feedback"])
+    played = tutor("practice", "--db", str(db), "--deck", "pytorch-exercises", "--topic",
+                   "losses", "--learner", "coder",
+                   stdin=MISTAKEN["padding_counted"][1] + "EOF\nq\n")
+    assert played.returncode == 0, played.stderr
+    verdict = played.stdout.split("Running your code in the sandbox...")[1]
+    assert "Common mistake - Padding tokens counted in the loss" in verdict, played.stdout
+
+
+def test_publish_refuses_a_broken_exercise_per_card(tmp_path):
+    db, deck = tmp_path / "tutor.db", tmp_path / "broken.yaml"
+    deck.write_text(EXAMPLE.read_text().replace("def cases(rng):\n", "def cases():\n", 1))
+    refused = tutor("deck", "publish", str(deck), "--guild", "7", "--db", str(db))
+    assert refused.returncode == 1
+    [problem] = refused.stdout.splitlines()
+    assert re.fullmatch(rf"{deck}: line \d+: pytorch-exercises/stable-softmax: cases\(rng\) "
+                        r"failed: TypeError: .*takes 0 positional arguments but 1 was given",
+                        problem), problem

@@ -18,6 +18,7 @@ from content.loader import DECKS_DIR, load_deck, parse_deck
 from content.placeholders import is_placeholder, placeholder_problems
 from content.untrusted import UntrustedDeck, parse_untrusted
 from content.versions import accepts_changed
+from tests.helpers.exercises import EXAMPLE
 from tests.helpers.paths import FIXTURES
 
 BUNDLED = DECKS_DIR / "gradient-accumulation.yaml"
@@ -51,13 +52,26 @@ def test_each_code_card_must_list_what_its_checker_reports():
         "report: list every one"]
 
 
-def test_a_behaviour_card_is_refused_until_its_upload_checks_exist():
-    # Its cases, reference and versions must be run and told apart before it is stored.
+def test_a_behaviour_card_needs_its_exercise_with_a_version_per_mistake():
     text = BUNDLED.read_text().replace("    checker: train_loop", "    checker: behaviour", 1)
     with pytest.raises(UntrustedDeck) as refused:
         parse_untrusted(text.encode(), check_limits)
     assert [p.split(": ", 1)[1] for p in refused.value.problems] == [
-        "checker 'behaviour' is not open to decks yet"]
+        "checker 'behaviour' needs the card's behaviour block: entry, cases, compare and "
+        "versions"]
+    example = EXAMPLE.read_text()
+    unlisted = example.replace("mistakes: [softmax_overflow, softmax_wrong_axis]",
+                               "mistakes: [softmax_overflow]")
+    with pytest.raises(UntrustedDeck) as refused:
+        parse_untrusted(unlisted.encode(), check_limits)
+    assert [p.split(": ", 1)[1] for p in refused.value.problems] == [
+        "version 'softmax_wrong_axis' is not one of the card's mistakes: list it there too",
+        "mistake 'softmax_wrong_axis' is never used by a card"]
+    stray = example.replace("    checker: behaviour", "    checker: train_loop", 1)
+    with pytest.raises(UntrustedDeck) as refused:
+        parse_untrusted(stray.encode(), check_limits)
+    assert "a behaviour block is read only with 'checker: behaviour', not 'train_loop'" in [
+        p.split(": ", 1)[1] for p in refused.value.problems]
 
 
 def test_the_importers_draft_is_refused_for_its_placeholders_only():

@@ -8,11 +8,24 @@ from pathlib import Path
 from bot.cli.common import database_url, load_library
 
 
-def _app(args):
-    """The tutor on `--db` (or DATABASE_URL) and the bundled decks; no code sandbox."""
+def _app(args, sandbox: bool = False):
+    """The tutor on `--db` (or DATABASE_URL) and the bundled decks; the code sandbox only
+    when asked for (a deck's behaviour exercises are tried in it before it is stored)."""
     from bot.app import build
 
-    return build(database_url=database_url(args.db), library=load_library(), sandbox=False)
+    return build(database_url=database_url(args.db), library=load_library(), sandbox=sandbox)
+
+
+def _has_exercises(data: bytes) -> bool:
+    """Whether the deck has behaviour cards to try (a deck with problems: the upload
+    says which)."""
+    from bot.engine.exercises import exercises
+    from content.untrusted import UntrustedDeck, parse_untrusted
+
+    try:
+        return bool(exercises(parse_untrusted(data)[0]))
+    except UntrustedDeck:
+        return False
 
 
 def cmd_deck_publish(args) -> int:
@@ -29,7 +42,7 @@ def cmd_deck_publish(args) -> int:
     except Refused as exc:
         print(f"{path}: line {exc.line}: {exc.message}", file=sys.stderr)
         return 1
-    with _app(args) as app:
+    with _app(args, sandbox=_has_exercises(data)) as app:
         decks = CommunityDecks(app.tutor)
         try:
             result = decks.upload(args.guild, path.name, data, uploaded_by="cli")

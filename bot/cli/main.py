@@ -17,19 +17,30 @@ NO_TOKEN = (
 
 
 def cmd_practice(args) -> int:
+    """Practise in the terminal: the bundled decks and the decks stored in the database
+    (`tutor deck publish`), or one of them."""
     from bot.app import build
 
-    library = load_library(args.deck)
-    topics = {t for card in library.cards(args.deck) for t in card.topics}
-    if args.topic and args.topic not in topics:
-        print(f"No topic '{args.topic}'. Topics: {', '.join(sorted(topics))}", file=sys.stderr)
+    url, library = database_url(args.db), load_library()
+    with build(database_url=url, library=library, sandbox=False) as app:
+        problem = _practice_problem(app.tutor.library, args)  # before the sandbox starts
+    if problem:
+        print(problem, file=sys.stderr)
         return 2
-    with build(database_url=database_url(args.db), library=library,
-               sandbox=not args.no_sandbox) as app:
+    with build(database_url=url, library=library, sandbox=not args.no_sandbox) as app:
         console = app.console(args.learner or getpass.getuser() or "me", args.deck,
                               topic=args.topic, scheduler=args.scheduler,
                               remediation=args.remediation)
         return console.run()
+
+
+def _practice_problem(library, args) -> str | None:
+    if args.deck and args.deck not in library.decks:
+        return f"No deck '{args.deck}'. Decks: {', '.join(library.decks)}"
+    topics = {t for card in library.cards(args.deck) for t in card.topics}
+    if args.topic and args.topic not in topics:
+        return f"No topic '{args.topic}'. Topics: {', '.join(sorted(topics))}"
+    return None
 
 
 def cmd_run(args) -> int:

@@ -6,6 +6,7 @@ only what it must not even download, and formats what the engine returns or refu
 
 from __future__ import annotations
 
+import asyncio
 import io
 from collections import Counter
 from datetime import UTC, datetime
@@ -17,7 +18,14 @@ from bot.discord_ui import render
 from bot.discord_ui.admin import admin_group, in_server, may_change
 from bot.discord_ui.handlers import CardHandlers
 from bot.discord_ui.replies import reply
-from bot.engine.community_decks import CommunityDecks, DeckRejected, DeckSummary, Draft, Uploaded
+from bot.engine.community_decks import (
+    Checked,
+    CommunityDecks,
+    DeckRejected,
+    DeckSummary,
+    Draft,
+    Uploaded,
+)
 from bot.engine.served import Served, preview
 from bot.engine.tutor import TutorError
 from content.safe_text import literal, markdown
@@ -59,8 +67,12 @@ def commands(handlers: CardHandlers) -> list[app_commands.Group]:
         await interaction.response.defer(ephemeral=True, thinking=True)
         data = await file.read()
         try:
-            result = await handlers.db(decks.upload, interaction.guild_id, file.filename, data,
-                                       f"discord:{interaction.user.id}")
+            result = await handlers.db(decks.check, interaction.guild_id, file.filename, data)
+            if isinstance(result, Checked):
+                if result.exercises:  # seconds in the sandbox: off the event loop
+                    await asyncio.to_thread(decks.try_exercises, result)
+                result = await handlers.db(decks.store, interaction.guild_id, result,
+                                           f"discord:{interaction.user.id}")
         except DeckRejected as exc:
             await _send(interaction, rejection(file.filename, exc), f"{_stem(file.filename)}"
                         ".problems.txt")

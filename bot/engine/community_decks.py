@@ -18,6 +18,7 @@ from typing import Literal
 import yaml
 
 from bot.engine.deck_limits import check_limits
+from bot.engine.exercises import ExercisesUntried, exercise_problems, exercises
 from bot.engine.tutor import Tutor, TutorError
 from content.anki import export_apkg
 from content.importer import import_page
@@ -59,6 +60,20 @@ class Uploaded:
 
 
 @dataclass(frozen=True)
+class Checked:
+    """An upload that passed its checks, to be stored as a new version of `version` (0: a
+    new deck id); `exercises`: it has behaviour cards to try first."""
+
+    deck: Deck
+    text: str
+    version: int
+
+    @property
+    def exercises(self) -> bool:
+        return bool(exercises(self.deck))
+
+
+@dataclass(frozen=True)
 class Draft:
     """A practice page (.txt) run through the importer: a YAML draft to fix and upload."""
 
@@ -75,7 +90,17 @@ class CommunityDecks:
                uploaded_by: str) -> Uploaded | Draft:
         """A deck file (.yaml/.yml) is validated and stored as this server's (a new deck
         id, or a new version of a deck this server owns) and enabled here; a practice page
-        (.txt) comes back as a Draft. DeckRejected otherwise, with nothing stored."""
+        (.txt) comes back as a Draft. DeckRejected otherwise, with nothing stored. The
+        three steps, for a front end that runs the slow one (the sandbox) off its loop:
+        `check`, `try_exercises`, `store`."""
+        checked = self.check(guild_id, filename, data)
+        if isinstance(checked, Draft):
+            return checked
+        self.try_exercises(checked)
+        return self.store(guild_id, checked, uploaded_by)
+
+    def check(self, guild_id: int, filename: str, data: bytes) -> Checked | Draft:
+        """Every check of an upload but its exercises (a few database reads)."""
         suffix = PurePath(filename).suffix.lower()
         if suffix == ".txt":
             return _draft(filename, data)
@@ -93,15 +118,31 @@ class CommunityDecks:
             previous = parse_deck(store.decks.yaml(deck.id, row.version), deck.id,
                                   giveaways=False)
             _check_revs(previous, deck, row.version, line_finder(text))
+        return Checked(deck, text, row.version if row else 0)
+
+    def try_exercises(self, checked: Checked) -> None:
+        """Run the deck's behaviour exercises in the sandbox (seconds; no database):
+        DeckRejected with a reason per card when one fails."""
         try:
-            version = store.decks.save_version(NewVersion(
-                deck.id, guild_id, row.version if row else 0, text, deck.title,
+            problems = exercise_problems(self.tutor.code_judge, checked.deck, checked.text)
+        except ExercisesUntried as exc:
+            raise DeckRejected(str(exc)) from None
+        if problems:
+            raise DeckRejected("The deck's behaviour exercises have problems; nothing was "
+                               "stored.", problems)
+
+    def store(self, guild_id: int, checked: Checked, uploaded_by: str) -> Uploaded:
+        """Store a checked upload: refused when another was stored since its check."""
+        deck = checked.deck
+        try:
+            version = self.tutor.store.decks.save_version(NewVersion(
+                deck.id, guild_id, checked.version, checked.text, deck.title,
                 len(deck.cards), uploaded_by[:100], self.tutor.clock(), self._default()))
         except DeckTaken:
             raise DeckRejected(f"Another upload of '{deck.id}' was stored at the same time; "
                                "nothing was stored from this one. Try again.") from None
         self.tutor.decks.refresh(force=True)
-        return Uploaded(deck.id, deck.title, version, len(deck.cards), row is None)
+        return Uploaded(deck.id, deck.title, version, len(deck.cards), not checked.version)
 
     def _check_owner(self, guild_id: int, deck_id: str, row, line: int) -> None:
         if deck_id in self.tutor.decks.bundled.decks:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import pytest
 
 from bot.discord_ui.client import TutorBot
-from bot.engine.code_judge import SandboxJudge
-from bot.sandbox.background import BackgroundSandbox
 from tests.helpers.discord import choose, custom_ids, pick_and_submit, verdict_message
 from tests.helpers.hostile import HOSTILE, assert_quoted
 from tests.helpers.train_loop import REFERENCE
@@ -21,17 +19,9 @@ for i, (inputs, labels) in enumerate(dataloader):
 """
 
 
-@pytest.fixture(scope="module")
-def judge():
-    sandbox = BackgroundSandbox()
-    sandbox.start()
-    yield SandboxJudge(sandbox.client, sandbox.loop)
-    sandbox.stop()
-
-
 @pytest.fixture
-def simcord_bot(bot_tutor, judge) -> TutorBot:
-    bot_tutor.code_judge = judge
+def simcord_bot(bot_tutor, sandbox_judge) -> TutorBot:
+    bot_tutor.code_judge = sandbox_judge
     return TutorBot(bot_tutor)
 
 

@@ -1,0 +1,69 @@
+"""A deck's behaviour exercises, tried in the sandbox before the deck is stored (issue 27).
+
+A `behaviour` code card carries author code: its cases, its reference and a wrong version
+per mistake. The schema and lint see only its shape; whether the reference runs and is
+deterministic for a seed, and whether each version can be told from the reference and
+from every other version, only running them says. The engine's code judge does that
+(`SandboxJudge.vet`: three jailed runs and the judge's `vet`; its problems, and whether a
+limit stopped them), one card after another,
+and every problem comes back as "line N: card id: why", the way an upload's others do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from bot.engine.tutor import TryAgain
+from content import checkers
+from content.loader import line_finder
+from content.schema import CodeCard, Deck
+
+MAX_EXERCISES = 24  # behaviour cards a deck may have: each is tried (three runs) on upload
+STOPPED_LIMIT = 3  # exercises stopped by a limit before the rest are left untried
+
+
+class ExercisesUntried(Exception):
+    """The exercises could not be tried now (no sandbox, or a busy one): nothing is stored."""
+
+
+def exercises(deck: Deck) -> list[tuple[int, CodeCard]]:
+    """The deck's behaviour cards with their index."""
+    return [(i, card) for i, card in enumerate(deck.cards)
+            if isinstance(card, CodeCard) and card.checker == checkers.BEHAVIOUR]
+
+
+def exercise_problems(judge, deck: Deck, text: str) -> list[str]:
+    """Every problem of the deck's exercises, as "line N: message" ([] for none).
+    `judge`: the engine's code judge (None without a sandbox). ExercisesUntried when
+    they cannot be tried now."""
+    cards = exercises(deck)
+    if not cards:
+        return []
+    line = line_finder(text)
+    if len(cards) > MAX_EXERCISES:
+        return [f"line {line(('cards', cards[MAX_EXERCISES][0]))}: the deck has {len(cards)} "
+                f"behaviour cards; at most {MAX_EXERCISES} are accepted (each is tried in "
+                "the sandbox before the deck is stored)"]
+    vet = getattr(judge, "vet", None)
+    if vet is None:
+        raise ExercisesUntried("This bot runs no code, so the deck's behaviour cards cannot "
+                               "be tried (nor played); nothing was stored.")
+    return list(_tried(vet, cards, line))
+
+
+def _tried(vet, cards: list[tuple[int, CodeCard]], line) -> Iterator[str]:
+    stopped = 0
+    for n, (index, card) in enumerate(cards):
+        where = f"line {line(('cards', index, 'behaviour'))}: {card.id}"
+        if stopped >= STOPPED_LIMIT:
+            left = ", ".join(c.id for _, c in cards[n:])
+            yield (f"{where}: not tried, nor {len(cards) - n - 1} more after it ({left}): "
+                   f"{STOPPED_LIMIT} exercises were already stopped by a limit")
+            return
+        try:
+            problems, limited = vet(card)
+        except TryAgain as exc:
+            raise ExercisesUntried(f"{exc} The deck's behaviour cards could not be tried; "
+                                   "nothing was stored.") from None
+        stopped += limited
+        yield from (f"{where}: {problem}" for problem in problems)
