@@ -15,6 +15,7 @@ both front ends use the same rules.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -72,6 +73,14 @@ _FENCE = re.compile(r"`{3,}")
 
 
 def markdown(text: object) -> str:
+    """`_markdown` of the text: a deck's texts come back on every card shown, so their
+    escaped forms are kept (a bounded cache: a stranger's many texts only push old ones
+    out)."""
+    return _markdown(str(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _markdown(text: str) -> str:
     """Author text as Discord markdown: bold, inline code and the like stay; masked links
     and mentions show as written (escaped) wherever they are, inside code spans too, since
     Discord may pair backticks otherwise than a simple reading does (emphasis or a URL can

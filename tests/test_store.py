@@ -26,8 +26,8 @@ from scheduler.storage.db import (
     sqlite_url,
     upgrade,
 )
-from scheduler.storage.models import CardState, ReviewLog, UTCDateTime
-from scheduler.storage.prepared import bind_processor
+from scheduler.storage.models import CardState, Learner, ReviewLog, ServedCard, UTCDateTime
+from scheduler.storage.prepared import Prepared, bind_processor
 from scheduler.storage.store import (
     _LOG_COLUMNS,
     _STATE_COLUMNS,
@@ -174,13 +174,19 @@ def test_the_hot_path_stores_values_exactly_as_core_does(store):
     assert stored == "2026-12-02 12:00:00.000000" and found == 1
 
 
-def test_looking_up_a_known_learner_writes_nothing(store):
+def test_looking_up_a_known_learner_writes_nothing(store, monkeypatch):
     first = store.learners.get_or_create("discord:1", now=NOW)
     statements: list[str] = []
 
     def seen(conn, cursor, statement, *args):
         statements.append(statement)
 
+    def prepared(self, cursor, values):  # the hot path's statements skip Core's events
+        statements.append(self.sql)
+        return run(self, cursor, values)
+
+    run = Prepared.__call__
+    monkeypatch.setattr(Prepared, "__call__", prepared)
     sa.event.listen(store.engine, "before_cursor_execute", seen)
     try:
         again = store.learners.get_or_create("discord:1", now=NOW)
@@ -215,3 +221,23 @@ def test_the_fast_sqlite_processors_store_exactly_what_sqlalchemy_stores():
         sa.Date().dialect_impl(dialect).bind_processor(dialect)(d) for d in days]
     with pytest.raises(ValueError, match="naive"):
         bind_processor(UTCDateTime(), dialect)(datetime(2026, 12, 3, 10))
+
+
+def test_prepared_reads_give_what_core_reads(store):
+    """The hot path's learner and served-card reads skip Core: each value must come back as
+    Core would read it (dates, UTC datetimes, booleans, JSON)."""
+    learner = store.learners.get_or_create("discord:7", display_name="Zoë", now=NOW)
+    store.learners.update(learner.id, day_reviews_day=NOW.date(), reminders_enabled=True,
+                          next_reminder_at=NOW, quiet_start=22)
+    store.served.save("s-1", learner.id, {"attempts": 1, "nested": {"ü": [1, 2.5, None]}},
+                      NOW)
+    fast = (store.learners.get_or_create("discord:7", now=NOW), store.served.load("s-1"))
+    with store.engine.connect() as conn:
+        learner_row = conn.execute(sa.select(Learner.__table__).where(
+            Learner.__table__.c.id == learner.id)).one()
+        served_row = conn.execute(sa.select(ServedCard.__table__)).one()
+    core = (Learner.model_validate(learner_row._mapping), ServedCard(**served_row._mapping))
+    for got, want in zip(fast, core, strict=True):
+        assert got.model_dump() == want.model_dump()
+        assert {k: type(v) for k, v in got.model_dump().items()} == {
+            k: type(v) for k, v in want.model_dump().items()}

@@ -7,6 +7,8 @@ last commits only on power loss). Schema changes go through Alembic, never `crea
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -20,12 +22,49 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 DEFAULT_URL = "sqlite:///tutor.db"
 
 
-class Queries:
-    """One group of the store's queries (scheduler/storage/store.py): every group is built
-    alike, on the shared engine."""
+class DriverConnections:
+    """DBAPI connections for the hot path (an answer's reads and its one transaction), on
+    which `prepared` statements run. SQLite: one long-lived connection under a lock, since
+    a pool checkout per call would cost more than the statement (the database takes one
+    writer at a time anyway; a SELECT outside a transaction sees every commit). A server:
+    a pooled connection each time, so concurrent answers commit side by side instead of
+    queueing for one flush each. The pool's proxy is kept (to close it properly); the
+    driver's connection works."""
 
     def __init__(self, engine: sa.Engine):
         self.engine = engine
+        self.on_server = engine.dialect.name != "sqlite"
+        self._lock = threading.Lock()
+        self._conn = None
+
+    @contextlib.contextmanager
+    def use(self):
+        if self.on_server:
+            pooled = self.engine.raw_connection()
+            try:
+                yield pooled.driver_connection
+            finally:
+                pooled.close()  # the pool rolls back what is left open
+            return
+        with self._lock:
+            if self._conn is None:
+                self._conn = self.engine.raw_connection()
+            yield self._conn.driver_connection
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
+class Queries:
+    """One group of the store's queries (scheduler/storage/store.py): every group is built
+    alike, on the shared engine and the hot path's driver connections."""
+
+    def __init__(self, engine: sa.Engine, connections: DriverConnections):
+        self.engine = engine
+        self.connections = connections
 
 
 def upsert_insert(table: sa.Table, dialect_name: str):

@@ -6,8 +6,9 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from scheduler.storage.db import Queries, upsert_insert
+from scheduler.storage.db import DriverConnections, Queries, upsert_insert
 from scheduler.storage.models import Learner
+from scheduler.storage.prepared import PreparedSelect
 
 learner_t = Learner.__table__
 
@@ -15,8 +16,11 @@ learner_t = Learner.__table__
 class LearnerQueries(Queries):
     """`store.learners`."""
 
-    def __init__(self, engine: sa.Engine):
-        super().__init__(engine)
+    def __init__(self, engine: sa.Engine, connections: DriverConnections):
+        super().__init__(engine, connections)
+        self._by_external_id = PreparedSelect(
+            sa.select(learner_t).where(learner_t.c.external_id == sa.bindparam("external_id")),
+            engine.dialect)
         self._insert = upsert_insert(learner_t, engine.dialect.name).on_conflict_do_nothing(
             index_elements=["external_id"]
         )
@@ -24,16 +28,19 @@ class LearnerQueries(Queries):
     def get_or_create(self, external_id: str, *, display_name: str = "",
                       now: datetime) -> Learner:
         """The learner with this external id, created on first contact: a read on every
-        later click; a write only the first time."""
-        query = sa.select(learner_t).where(learner_t.c.external_id == external_id)
-        with self.engine.connect() as conn:
-            row = conn.execute(query).first()
+        later click (a prepared statement: a quarter of a click's CPU went to building and
+        running it through Core, and validating the row, which the database already did);
+        a write only the first time."""
+        key = {"external_id": external_id}
+        with self.connections.use() as conn:
+            row = self._by_external_id.first(conn, key)
         if row is None:
             fresh = Learner(external_id=external_id, display_name=display_name, created_at=now)
             with self.engine.begin() as conn:  # two first contacts at once: one row
                 conn.execute(self._insert, fresh.model_dump(exclude={"id"}))
-                row = conn.execute(query).one()
-        return Learner.model_validate(row._mapping)
+            with self.connections.use() as conn:
+                row = self._by_external_id.first(conn, key)
+        return Learner.model_construct(**row)
 
     def get(self, learner_id: int) -> Learner | None:
         with self.engine.connect() as conn:

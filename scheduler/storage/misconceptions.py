@@ -7,7 +7,7 @@ from datetime import date
 
 import sqlalchemy as sa
 
-from scheduler.storage.db import Queries, upsert_insert
+from scheduler.storage.db import DriverConnections, Queries, upsert_insert
 from scheduler.storage.models import CardState, Misconception, ReviewLog
 from scheduler.storage.prepared import Prepared
 
@@ -24,8 +24,8 @@ class MisconceptionQueries(Queries):
     """`store.misconceptions`. Its writes run in the answer's transaction (Store.record),
     as statements compiled once."""
 
-    def __init__(self, engine: sa.Engine):
-        super().__init__(engine)
+    def __init__(self, engine: sa.Engine, connections: DriverConnections):
+        super().__init__(engine, connections)
         dialect = engine.dialect
         c = misconception_t.c
         shown = upsert_insert(misconception_t, dialect.name)

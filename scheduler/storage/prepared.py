@@ -46,6 +46,28 @@ class Prepared:
         return cursor.rowcount
 
 
+class PreparedSelect(Prepared):
+    """A Core SELECT compiled once: its first row as {column key: value}, each value through
+    the column's own result processor, as Core reads it (tests hold them equal)."""
+
+    def __init__(self, statement: sa.Select, dialect: sa.Dialect):
+        super().__init__(statement, dialect, [])
+        self.columns = [(column.key, column.type.dialect_impl(dialect).result_processor(
+            dialect, None)) for column in statement.selected_columns]
+
+    def first(self, conn, values: dict) -> dict | None:
+        cursor = conn.cursor()
+        try:
+            self(cursor, values)
+            row = cursor.fetchone()
+        finally:
+            cursor.close()
+        if row is None:
+            return None
+        return {key: p(value) if p else value
+                for (key, p), value in zip(self.columns, row, strict=True)}
+
+
 def bind_processor(type_: sa.types.TypeEngine, dialect: sa.Dialect):
     """The column's own processor (dialect_impl: SQLite's datetime format), exactly what
     Core applies; for SQLite's dates and UTC datetimes the same text from C-implemented

@@ -7,8 +7,9 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from scheduler.storage.db import Queries
+from scheduler.storage.db import DriverConnections, Queries
 from scheduler.storage.models import ServedCard
+from scheduler.storage.prepared import Prepared, PreparedSelect
 
 served_t = ServedCard.__table__
 
@@ -44,27 +45,46 @@ def _keeping_draft() -> sa.Update:
 
 
 class ServedQueries(Queries):
-    """`store.served`."""
+    """`store.served`. Every click saves, loads or advances one: prepared statements on the
+    hot path's connections (scheduler/storage/prepared.py)."""
+
+    def __init__(self, engine: sa.Engine, connections: DriverConnections):
+        super().__init__(engine, connections)
+        d = engine.dialect
+        self._insert = Prepared(served_t.insert(), d, [
+            "serve_id", "learner_id", "served", "attempts", "draft", "finished", "served_at"])
+        self._load = PreparedSelect(
+            sa.select(served_t).where(served_t.c.serve_id == sa.bindparam("serve_id")), d)
+        self._advance = {True: Prepared(advance_statement(), d, []),
+                         False: Prepared(_keeping_draft(), d, [])}
 
     def save(self, serve_id: str, learner_id: int, served: dict, at: datetime) -> None:
-        with self.engine.begin() as conn:
-            conn.execute(served_t.insert(), {
-                "serve_id": serve_id, "learner_id": learner_id, "served": served,
-                "attempts": moves(served), "draft": {}, "finished": False,
-                "served_at": at,
-            })
+        self._write(self._insert, {
+            "serve_id": serve_id, "learner_id": learner_id, "served": served,
+            "attempts": moves(served), "draft": {}, "finished": False, "served_at": at})
 
     def load(self, serve_id: str) -> ServedCard | None:
-        with self.engine.connect() as conn:
-            row = conn.execute(
-                sa.select(served_t).where(served_t.c.serve_id == serve_id)).first()
-        return None if row is None else ServedCard(**row._mapping)
+        with self.connections.use() as conn:
+            row = self._load.first(conn, {"serve_id": serve_id})
+        return None if row is None else ServedCard.model_construct(**row)
 
     def advance(self, advance) -> bool:
         """Store the next attempt state unless another click got there first."""
-        statement = advance_statement() if advance.clear_draft else _keeping_draft()
-        with self.engine.begin() as conn:
-            return bool(conn.execute(statement, advance_values(advance)).rowcount)
+        return bool(self._write(self._advance[advance.clear_draft], advance_values(advance)))
+
+    def _write(self, statement: Prepared, values: dict) -> int:
+        """One statement in a transaction of its own: the rows it wrote."""
+        with self.connections.use() as conn:
+            cursor = conn.cursor()
+            try:
+                written = statement(cursor, values)
+            except BaseException:
+                conn.rollback()
+                raise
+            finally:
+                cursor.close()
+            conn.commit()
+        return written
 
     def set_draft(self, serve_id: str, blank_id: str, chip_id: str) -> dict | None:
         """Remember one select-menu pick; the whole draft, or None for a finished card."""

@@ -6,7 +6,7 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from scheduler.storage.db import Queries, upsert_insert
+from scheduler.storage.db import DriverConnections, Queries, upsert_insert
 from scheduler.storage.models import GuildMember, GuildSettings
 
 member_t = GuildMember.__table__
@@ -16,8 +16,8 @@ guild_t = GuildSettings.__table__
 class ServerQueries(Queries):
     """`store.servers`."""
 
-    def __init__(self, engine: sa.Engine):
-        super().__init__(engine)
+    def __init__(self, engine: sa.Engine, connections: DriverConnections):
+        super().__init__(engine, connections)
         member = upsert_insert(member_t, engine.dialect.name)
         self._upsert_member = member.on_conflict_do_update(
             index_elements=["guild_id", "learner_id"],

@@ -9,8 +9,6 @@ stale) and, from Discord, the served card's last attempt (guarded by its attempt
 
 from __future__ import annotations
 
-import contextlib
-import threading
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
@@ -18,6 +16,7 @@ import sqlalchemy as sa
 
 from scheduler.choice import DEFAULT_SCHEDULER, SchedulerName
 from scheduler.storage.boards import BoardQueries
+from scheduler.storage.db import DriverConnections
 from scheduler.storage.decks import DeckQueries
 from scheduler.storage.learners import LearnerQueries
 from scheduler.storage.misconceptions import MisconceptionQueries
@@ -116,16 +115,15 @@ class Store:
 
     def __init__(self, engine: sa.Engine):
         self.engine = engine
-        self.learners = LearnerQueries(engine)
-        self.servers = ServerQueries(engine)
-        self.reviews = ReviewQueries(engine)
-        self.served = ServedQueries(engine)
-        self.decks = DeckQueries(engine)
-        self.boards = BoardQueries(engine)
-        self.reminders = ReminderQueries(engine)
-        self.misconceptions = MisconceptionQueries(engine)
-        self._write_lock = threading.Lock()
-        self._write_conn = None
+        self.connections = connections = DriverConnections(engine)
+        self.learners = LearnerQueries(engine, connections)
+        self.servers = ServerQueries(engine, connections)
+        self.reviews = ReviewQueries(engine, connections)
+        self.served = ServedQueries(engine, connections)
+        self.decks = DeckQueries(engine, connections)
+        self.boards = BoardQueries(engine, connections)
+        self.reminders = ReminderQueries(engine, connections)
+        self.misconceptions = MisconceptionQueries(engine, connections)
         self._integrity_error = engine.dialect.loaded_dbapi.IntegrityError
         # Compiled once: the answer hot path only binds values.
         d = engine.dialect
@@ -148,7 +146,7 @@ class Store:
     def on_server(self) -> bool:
         """A database server (PostgreSQL), whose calls wait on the network and on its
         commit flush, rather than a file (SQLite), whose calls only use CPU."""
-        return self.engine.dialect.name != "sqlite"
+        return self.connections.on_server
 
     def ping(self) -> bool:
         with self.engine.connect() as conn:
@@ -156,30 +154,8 @@ class Store:
 
     # -- the answer hot path -------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def _writing(self):
-        """A DBAPI connection for one review. SQLite: one long-lived connection under a
-        lock, since a pool checkout per answer would cost more than the commit itself (the
-        database takes one writer at a time anyway). A server: a pooled connection each,
-        so concurrent answers commit side by side instead of queueing for one flush each.
-        The pool's proxy is kept (to close it properly); the driver's connection works."""
-        if self.on_server:
-            pooled = self.engine.raw_connection()
-            try:
-                yield pooled.driver_connection
-            finally:
-                pooled.close()
-            return
-        with self._write_lock:
-            if self._write_conn is None:
-                self._write_conn = self.engine.raw_connection()
-            yield self._write_conn.driver_connection
-
     def close(self) -> None:
-        with self._write_lock:
-            if self._write_conn is not None:
-                self._write_conn.close()
-                self._write_conn = None
+        self.connections.close()
 
     def record(self, r: ReviewRecord, advance: Advance | None = None) -> Recorded:
         """Log one graded answer and move the card's state, in one transaction, with the
@@ -189,7 +165,7 @@ class Store:
         since the card was served raises StaleReview, a served card that moved on raises
         ServedMoved; either way nothing is recorded.
         """
-        with self._writing() as conn:
+        with self.connections.use() as conn:
             cursor = conn.cursor()
             try:
                 if advance is not None and not self._advance_served(
