@@ -18,7 +18,7 @@ from bot.engine.servers import Servers
 from bot.engine.tutor import Tutor
 from content.loader import DeckLibrary, parse_deck
 from scheduler.choice import DEFAULT_SCHEDULER, DUE_KEYS, SchedulerName, resolve
-from scheduler.fsrs_review import FSRSState, rating_for, review_fsrs
+from scheduler.fsrs_review import FSRSState, rating_for, review_card_fsrs, review_fsrs
 from scheduler.replay import LoggedReview, backfill_fsrs, replay, replayed_states
 from scheduler.storage.db import downgrade, upgrade
 from scheduler.storage.models import CardState, ReviewLog
@@ -310,3 +310,19 @@ def test_a_card_served_before_fsrs_was_kept_moves_the_stored_fsrs_state(tutor, s
     assert revived.fsrs is None and revived.review_count is not None
     tutor.answer(revived, RIGHT[revived.card_id])
     assert_states_replay_from_the_log(store, learner.id)  # continued, not started over
+
+
+def test_fsrs_review_takes_py_fsrs_s_own_steps():
+    """`review_fsrs` calls py-fsrs's formulas without its Card objects: on random review
+    histories (same-day repeats, long gaps, a calendar moved back) every state and interval
+    equals what `Scheduler.review_card` gives."""
+    rng = random.Random(27)
+    for _ in range(300):
+        fast = slow = None
+        day = TODAY
+        for _ in range(rng.randint(1, 12)):
+            day += timedelta(days=rng.choice([-2, 0, 0, 1, 2, 5, 30, 400]))
+            quality = rng.randint(0, 5)
+            fast, fast_interval = review_fsrs(fast, quality, day)
+            slow, slow_interval = review_card_fsrs(slow, quality, day)
+            assert (fast, fast_interval) == (slow, slow_interval)

@@ -53,9 +53,9 @@ class Advance:
     clear_draft: bool = True  # a new attempt starts with no picks; a hint keeps them
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen __init__ sets its 35 fields the slow way
 class ReviewRecord:
-    """One graded answer and the state it leaves behind."""
+    """One graded answer and the state it leaves behind (built once, then only read)."""
 
     answer_id: str
     learner_id: int
@@ -127,15 +127,18 @@ class Store:
         self._integrity_error = engine.dialect.loaded_dbapi.IntegrityError
         # Compiled once: the answer hot path only binds values.
         d = engine.dialect
-        self._insert_log = Prepared(log_t.insert(), d, [*_LOG_COLUMNS.values()])
+        # The review's rows come straight from the record's attributes (`of_record`).
+        self._insert_log = Prepared(log_t.insert(), d, [*_LOG_COLUMNS.values()]).of_record(
+            _fields(_LOG_COLUMNS))
         self._insert_state = Prepared(state_t.insert(), d,
-                                      [*_STATE_COLUMNS.values(), *_FIRST_REVIEW])
+                                      [*_STATE_COLUMNS.values(), *_FIRST_REVIEW]).of_record(
+            _fields(_STATE_COLUMNS), _FIRST_REVIEW)
         self._update_schedule = Prepared(_keyed_update(
             **{c: sa.bindparam(c, type_=state_t.c[c].type)
                for c in _SCHEDULE_COLUMNS.values()},
             review_count=state_t.c.review_count + sa.literal_column("1"),
             remedy_day=None,  # a scheduled review is more than the remedy was for
-        ), d, [])
+        ), d, []).of_record({**_fields(_SCHEDULE_COLUMNS), **_KEY_FIELDS})
         self._update_drill = Prepared(_keyed_update(
             drill_pending=sa.bindparam("drill_pending", type_=sa.Boolean())), d, [])
         self._count_review = Prepared(_streak_update(), d, [])
@@ -171,7 +174,7 @@ class Store:
                 if advance is not None and not self._advance_served(
                         cursor, advance_values(advance)):
                     raise ServedMoved(advance.serve_id)  # rolled back below
-                self._insert_log(cursor, _values(r, _LOG_COLUMNS))
+                self._insert_log(cursor, r)
                 written = self._write_state(cursor, r)
                 if written and r.changes_schedule:
                     self._count_review(cursor, {"k_learner": r.learner_id, "day": r.study_day,
@@ -204,12 +207,10 @@ class Store:
         if r.expected_count is None:
             if not r.changes_schedule:
                 return True  # a drill or cram of a card never scheduled leaves no state
-            return bool(self._insert_state(cursor, {**_values(r, _STATE_COLUMNS),
-                                                    **_FIRST_REVIEW}))
+            return bool(self._insert_state(cursor, r))
         key = {"k_learner": r.learner_id, "k_card": r.card_id, "k_count": r.expected_count}
         if r.changes_schedule:
-            return bool(self._update_schedule(cursor, {**key,
-                                                       **_values(r, _SCHEDULE_COLUMNS)}))
+            return bool(self._update_schedule(cursor, r))
         if r.kind == "remedy":  # served, so no longer pending; no schedule moves
             return bool(self._clear_remedy(cursor, key))
         # A rule-7 drill changes no schedule.
@@ -257,8 +258,13 @@ _SCHEDULE_COLUMNS = {field: column for field, column in _STATE_COLUMNS.items()
 _FIRST_REVIEW = {"review_count": 1}
 
 
-def _values(r: ReviewRecord, columns: dict[str, str]) -> dict:
-    return {column: getattr(r, field) for field, column in columns.items()}
+# The keys of a state's UPDATE, from the record.
+_KEY_FIELDS = {"k_learner": "learner_id", "k_card": "card_id", "k_count": "expected_count"}
+
+
+def _fields(columns: dict[str, str]) -> dict[str, str]:
+    """column -> the record's field it is written from."""
+    return {column: field for field, column in columns.items()}
 
 
 def _streak_update() -> sa.Update:
