@@ -66,6 +66,27 @@ class Queries:
         self.engine = engine
         self.connections = connections
 
+    # The hot path's statements (scheduler/storage/prepared.py) on the driver connections.
+
+    def read(self, select, values: dict):
+        """A PreparedSelect's rows (attribute access, as Core's rows)."""
+        with self.connections.use() as conn:
+            return select.all(conn, values)
+
+    def write(self, statement, values: dict) -> int:
+        """One Prepared statement in a transaction of its own: the rows it wrote."""
+        with self.connections.use() as conn:
+            cursor = conn.cursor()
+            try:
+                written = statement(cursor, values)
+            except BaseException:
+                conn.rollback()
+                raise
+            finally:
+                cursor.close()
+            conn.commit()
+        return written
+
 
 def upsert_insert(table: sa.Table, dialect_name: str):
     """An INSERT that takes ON CONFLICT clauses, for this dialect (SQLite or PostgreSQL)."""

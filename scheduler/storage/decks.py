@@ -17,13 +17,14 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from scheduler.storage.db import Queries, upsert_insert
+from scheduler.storage.db import DriverConnections, Queries, upsert_insert
 from scheduler.storage.models import (
     CommunityDeck,
     CommunityDeckVersion,
     GuildDeck,
     GuildSettings,
 )
+from scheduler.storage.prepared import PreparedSelect
 
 deck_t = CommunityDeck.__table__
 version_t = CommunityDeckVersion.__table__
@@ -58,6 +59,15 @@ class NewVersion:
 
 class DeckQueries(Queries):
     """`store.decks`."""
+
+    def __init__(self, engine: sa.Engine, connections: DriverConnections):
+        super().__init__(engine, connections)
+        # Every serve in a server asks what it plays: prepared (scheduler/storage/prepared.py).
+        self._played = PreparedSelect(
+            sa.select(_guild_t.c.decks_chosen, played_t.c.deck_id)
+            .select_from(_guild_t.outerjoin(played_t, played_t.c.guild_id == _guild_t.c.guild_id))
+            .where(_guild_t.c.guild_id == sa.bindparam("guild_id"))
+            .order_by(played_t.c.deck_id), engine.dialect)
 
     def get(self, deck_id: str) -> sa.Row | None:
         with self.engine.connect() as conn:
@@ -118,14 +128,12 @@ class DeckQueries(Queries):
             uploaded_at=v.at))
 
     def played(self, guild_id: int) -> list[str] | None:
-        """The deck ids this server's admins chose, sorted; None: the default decks."""
-        with self.engine.connect() as conn:
-            chosen = conn.execute(sa.select(_guild_t.c.decks_chosen)
-                                  .where(_guild_t.c.guild_id == guild_id)).scalar()
-            if not chosen:
-                return None
-            return list(conn.execute(sa.select(played_t.c.deck_id).where(
-                played_t.c.guild_id == guild_id).order_by(played_t.c.deck_id)).scalars())
+        """The deck ids this server's admins chose, sorted; None: the default decks. (One
+        statement: a snapshot, never a choice half-read beside a change.)"""
+        rows = self.read(self._played, {"guild_id": guild_id})
+        if not rows or not rows[0].decks_chosen:
+            return None
+        return [row.deck_id for row in rows if row.deck_id is not None]
 
     def choose(self, guild_id: int, deck_id: str, on: bool, default: tuple[str, ...],
                playable: set[str]) -> list[str] | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import operator
 from datetime import UTC, date, datetime
 
@@ -70,25 +71,46 @@ class Prepared:
 
 
 class PreparedSelect(Prepared):
-    """A Core SELECT compiled once: its first row as {column key: value}, each value through
-    the column's own result processor, as Core reads it (tests hold them equal)."""
+    """A Core SELECT compiled once: its rows as named tuples (attribute access, as Core's
+    rows), each value through the column's own result processor, as Core reads it (tests
+    hold them equal)."""
 
     def __init__(self, statement: sa.Select, dialect: sa.Dialect):
         super().__init__(statement, dialect, [])
-        self.columns = [(column.key, column.type.dialect_impl(dialect).result_processor(
-            dialect, None)) for column in statement.selected_columns]
+        self.columns = list(statement.selected_columns)
+        self.dialect = dialect
+        self.row = collections.namedtuple("Row", [c.key for c in self.columns])
+        self.processors: list | None = None  # on the first run: they take the driver's types
 
-    def first(self, conn, values: dict) -> dict | None:
+    def _processors(self, description) -> list:
+        return [(i, p) for i, (column, described) in enumerate(
+                    zip(self.columns, description, strict=True))
+                if (p := column.type.dialect_impl(self.dialect).result_processor(
+                    self.dialect, described[1]))]
+
+    def all(self, conn, values: dict) -> list:
         cursor = conn.cursor()
         try:
             self(cursor, values)
-            row = cursor.fetchone()
+            rows = cursor.fetchall()
+            if self.processors is None:
+                self.processors = self._processors(cursor.description)
         finally:
             cursor.close()
-        if row is None:
-            return None
-        return {key: p(value) if p else value
-                for (key, p), value in zip(self.columns, row, strict=True)}
+        if not self.processors:
+            return [self.row._make(row) for row in rows]
+        made = []
+        for row in rows:
+            row = list(row)
+            for i, p in self.processors:
+                row[i] = p(row[i])
+            made.append(self.row._make(row))
+        return made
+
+    def first(self, conn, values: dict) -> dict | None:
+        """The first row as {column key: value}, or None."""
+        rows = self.all(conn, values)
+        return rows[0]._asdict() if rows else None
 
 
 def bind_processor(type_: sa.types.TypeEngine, dialect: sa.Dialect):

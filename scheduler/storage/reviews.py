@@ -7,8 +7,9 @@ from datetime import date, datetime, timedelta
 
 import sqlalchemy as sa
 
-from scheduler.storage.db import Queries
+from scheduler.storage.db import DriverConnections, Queries
 from scheduler.storage.models import CardState, ReviewLog
+from scheduler.storage.prepared import PreparedSelect
 
 state_t = CardState.__table__
 log_t = ReviewLog.__table__
@@ -17,29 +18,33 @@ log_t = ReviewLog.__table__
 class ReviewQueries(Queries):
     """`store.reviews`."""
 
+    def __init__(self, engine: sa.Engine, connections: DriverConnections):
+        super().__init__(engine, connections)
+        d, c = engine.dialect, state_t.c
+        learner = c.learner_id == sa.bindparam("learner_id")
+        self._state = PreparedSelect(sa.select(state_t).where(
+            learner, c.card_id == sa.bindparam("card_id")), d)
+        self._states = PreparedSelect(sa.select(state_t).where(learner), d)
+        self._new_on = PreparedSelect(sa.select(sa.func.count().label("n")).where(
+            log_t.c.learner_id == sa.bindparam("learner_id"),
+            log_t.c.study_day == sa.bindparam("day", type_=sa.Date()),
+            log_t.c.kind == "new"), d)
+
     # Card states come back as plain rows (attribute access): validating them into
     # SQLModel objects cost ~100 µs a row, most of serving a card.
 
-    def state(self, learner_id: int, card_id: str) -> sa.Row | None:
-        with self.engine.connect() as conn:
-            return conn.execute(
-                sa.select(state_t).where(
-                    state_t.c.learner_id == learner_id, state_t.c.card_id == card_id
-                )
-            ).first()
+    # Every serve reads them: prepared statements (scheduler/storage/prepared.py).
 
-    def states(self, learner_id: int) -> list[sa.Row]:
-        with self.engine.connect() as conn:
-            return conn.execute(
-                sa.select(state_t).where(state_t.c.learner_id == learner_id)).all()
+    def state(self, learner_id: int, card_id: str):
+        rows = self.read(self._state, {"learner_id": learner_id, "card_id": card_id})
+        return rows[0] if rows else None
+
+    def states(self, learner_id: int) -> list:
+        return self.read(self._states, {"learner_id": learner_id})
 
     def new_cards_on(self, learner_id: int, day: date) -> int:
         """How many cards this learner first met on `day`."""
-        query = sa.select(sa.func.count()).where(
-            log_t.c.learner_id == learner_id, log_t.c.study_day == day, log_t.c.kind == "new"
-        )
-        with self.engine.connect() as conn:
-            return conn.execute(query).scalar_one()
+        return self.read(self._new_on, {"learner_id": learner_id, "day": day})[0][0]
 
     def on_day(self, learner_id: int, day: date) -> list[ReviewLog]:
         query = (

@@ -59,7 +59,7 @@ class ServedQueries(Queries):
                          False: Prepared(_keeping_draft(), d, [])}
 
     def save(self, serve_id: str, learner_id: int, served: dict, at: datetime) -> None:
-        self._write(self._insert, {
+        self.write(self._insert, {
             "serve_id": serve_id, "learner_id": learner_id, "served": served,
             "attempts": moves(served), "draft": {}, "finished": False, "served_at": at})
 
@@ -70,21 +70,7 @@ class ServedQueries(Queries):
 
     def advance(self, advance) -> bool:
         """Store the next attempt state unless another click got there first."""
-        return bool(self._write(self._advance[advance.clear_draft], advance_values(advance)))
-
-    def _write(self, statement: Prepared, values: dict) -> int:
-        """One statement in a transaction of its own: the rows it wrote."""
-        with self.connections.use() as conn:
-            cursor = conn.cursor()
-            try:
-                written = statement(cursor, values)
-            except BaseException:
-                conn.rollback()
-                raise
-            finally:
-                cursor.close()
-            conn.commit()
-        return written
+        return bool(self.write(self._advance[advance.clear_draft], advance_values(advance)))
 
     def set_draft(self, serve_id: str, blank_id: str, chip_id: str) -> dict | None:
         """Remember one select-menu pick; the whole draft, or None for a finished card."""

@@ -8,6 +8,7 @@ import sqlalchemy as sa
 
 from scheduler.storage.db import DriverConnections, Queries, upsert_insert
 from scheduler.storage.models import GuildMember, GuildSettings
+from scheduler.storage.prepared import Prepared, PreparedSelect
 
 member_t = GuildMember.__table__
 guild_t = GuildSettings.__table__
@@ -18,20 +19,29 @@ class ServerQueries(Queries):
 
     def __init__(self, engine: sa.Engine, connections: DriverConnections):
         super().__init__(engine, connections)
-        member = upsert_insert(member_t, engine.dialect.name)
-        self._upsert_member = member.on_conflict_do_update(
+        d = engine.dialect
+        member = upsert_insert(member_t, d.name)
+        # Every serve in a server writes it, and every serve reads the server's choice:
+        # prepared statements (scheduler/storage/prepared.py).
+        self._upsert_member = Prepared(member.on_conflict_do_update(
             index_elements=["guild_id", "learner_id"],
             set_={"last_seen_at": member.excluded.last_seen_at},
-        )
+        ), d, ["guild_id", "learner_id", "first_seen_at", "last_seen_at"])
+        chosen = sa.select(guild_t.c.scheduler, guild_t.c.remediation)
+        self._choice_here = PreparedSelect(
+            chosen.where(guild_t.c.guild_id == sa.bindparam("guild_id")), d)
+        # Outside a server: the one used last (a server that never changed a setting has
+        # no row: its defaults).
+        self._choice_last = PreparedSelect(
+            chosen.select_from(member_t.outerjoin(
+                guild_t, member_t.c.guild_id == guild_t.c.guild_id))
+            .where(member_t.c.learner_id == sa.bindparam("learner_id"))
+            .order_by(member_t.c.last_seen_at.desc(), member_t.c.guild_id).limit(1), d)
 
     def note_visit(self, guild_id: int, learner_id: int, now: datetime) -> None:
         """The learner was active in this server now (a membership, first and last seen)."""
-        with self.engine.begin() as conn:
-            conn.execute(
-                self._upsert_member,
-                {"guild_id": guild_id, "learner_id": learner_id,
-                 "first_seen_at": now, "last_seen_at": now},
-            )
+        self.write(self._upsert_member, {"guild_id": guild_id, "learner_id": learner_id,
+                                         "first_seen_at": now, "last_seen_at": now})
 
     def settings(self, guild_id: int) -> GuildSettings:
         with self.engine.connect() as conn:
@@ -63,14 +73,6 @@ class ServerQueries(Queries):
     def choice(self, learner_id: int, guild_id: int | None) -> tuple[str | None, bool | None]:
         """(scheduler, remediation) chosen by the server: ``guild_id``'s, or outside a
         server (DMs, reminders) the one the learner used most recently."""
-        query = sa.select(guild_t.c.scheduler, guild_t.c.remediation)
-        if guild_id is not None:
-            query = query.where(guild_t.c.guild_id == guild_id)
-        else:  # a server that never changed a setting has no row: its defaults
-            query = (query.select_from(member_t.outerjoin(
-                guild_t, member_t.c.guild_id == guild_t.c.guild_id))
-                .where(member_t.c.learner_id == learner_id)
-                .order_by(member_t.c.last_seen_at.desc(), member_t.c.guild_id).limit(1))
-        with self.engine.connect() as conn:
-            row = conn.execute(query).first()
-        return (None, None) if row is None else (row.scheduler, row.remediation)
+        rows = self.read(self._choice_here, {"guild_id": guild_id}) if guild_id is not None \
+            else self.read(self._choice_last, {"learner_id": learner_id})
+        return (None, None) if not rows else (rows[0].scheduler, rows[0].remediation)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 import sqlalchemy as sa
+from sqlalchemy.orm import configure_mappers
 
 from scheduler.choice import DEFAULT_SCHEDULER, SchedulerName
 from scheduler.storage.boards import BoardQueries
@@ -115,6 +116,9 @@ class Store:
 
     def __init__(self, engine: sa.Engine):
         self.engine = engine
+        # Rows become models without validation (`model_construct`), whose attributes are
+        # the ORM's: its mappers must be set up first (validation would have done it).
+        configure_mappers()
         self.connections = connections = DriverConnections(engine)
         self.learners = LearnerQueries(engine, connections)
         self.servers = ServerQueries(engine, connections)
