@@ -216,6 +216,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("name", choices=sorted(BENCHMARKS))
     bench.add_argument("--json", action="store_true", help="one line of JSON")
     bench.add_argument("-n", type=int, default=None, help="operations per measurement")
+    bench.add_argument("--reps", type=int, default=None,
+                       help="discord: measurements of each bot, in alternating order")
     bench.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                        help="sandbox: where the learner's loop runs")
     bench.set_defaults(func=cmd_bench)

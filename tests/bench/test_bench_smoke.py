@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from bot.bench.sandbox import BURST_PER_RUN
 from tests.helpers.paths import REPO
 
@@ -102,9 +104,10 @@ def test_bench_leaderboard_ranks_a_big_server():
     assert report["weekly_board_median_ms"] > 0
 
 
+@pytest.mark.timeout(600)  # three bots, each through paced reading pauses
 def test_bench_discord_drives_learners_through_tutor_run():
     result = subprocess.run(
-        [sys.executable, "-m", "bot", "bench", "discord", "--json", "-n", "3"],
+        [sys.executable, "-m", "bot", "bench", "discord", "--json", "-n", "3", "--reps", "1"],
         capture_output=True, text=True, cwd=REPO, timeout=300,
     )
     report = json.loads(result.stdout)
@@ -116,6 +119,17 @@ def test_bench_discord_drives_learners_through_tutor_run():
     for run in (paced, burst):
         assert 0 < run["p50_ms"] <= run["p99_ms"] <= run["max_ms"] and run["answers_per_s"] > 0
         assert run["loop_lag_max_ms"] > 0 and run["loop_ticks_over_50ms"] >= 0
+    # The baseline beside ours: the bare discord.py bot, without and with its SQLite write,
+    # through the same loads; ours' figures are the ones reported under "sqlite".
+    assert report["reps"] == 1 and set(report["bots"]) == {"ours", "bare", "bare_sqlite"}
+    assert {k: v for k, v in report["bots"]["ours"].items() if k != "runs"} == runs
+    for bot in report["bots"].values():
+        assert "error" not in bot, bot
+        assert len(bot["runs"]) == 1
+        for load in ("paced", "burst"):
+            assert bot[load]["interactions"] == runs[load]["interactions"]
+            assert bot[load]["cpu_ms_per_interaction"] >= 0 and bot[load]["answers_per_s"] > 0
+    assert report["burst_ratio_to_bare"] > 0
 
 
 def test_bench_learning_compares_policies_on_simulated_learners():

@@ -101,13 +101,15 @@ class OfflineDiscord(World):
 
     # ---- lifecycle ---------------------------------------------------------------------------
 
-    async def start(self) -> OfflineDiscord:
+    async def start(self, backlog: int = 1024) -> OfflineDiscord:
+        """Listen on a free loopback port. `backlog`: connections waiting to be accepted,
+        above the learners of a burst (each opens one; the default 128 overflowed)."""
         app = web.Application(client_max_size=32 * 1024 * 1024)
         app.router.add_route("*", "/api/v10/{tail:.*}", self._rest)
         app.router.add_get("/", self.gateway.handle)
         self._runner = web.AppRunner(app, handle_signals=False)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)  # port 0: a free port
+        site = web.TCPSite(self._runner, "127.0.0.1", 0, backlog=backlog)  # port 0: free
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]
         return self
