@@ -6,6 +6,7 @@ the tests' fixtures all build here; the front ends get plain arguments and no se
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -148,4 +149,9 @@ def run(settings: Settings) -> int:
         log.info("using REST %s and gateway %s", settings.discord_api_base_url,
                  settings.discord_gateway_url)
     with build(settings) as app:
-        return connect(app.discord_bot(settings), settings.token)
+        bot = app.discord_bot(settings)
+        # What start-up made (decks, schema, discord.py) lives as long as the process: out
+        # of the collector's sight, a full collection no longer walks it on every click.
+        gc.collect()
+        gc.freeze()
+        return connect(bot, settings.token)

@@ -20,7 +20,7 @@ from bot.discord_ui.community import (
     ReviewCardButton,
     build_community_commands,
 )
-from bot.discord_ui.components import CARD_ITEMS, MODAL_TEMPLATE, handled
+from bot.discord_ui.components import MODAL_TEMPLATE, handled, route
 from bot.discord_ui.handlers import CardHandlers
 from bot.discord_ui.reminders import ReminderButton, ReminderService
 from bot.discord_ui.replies import apologise, bound_acknowledgements, reply
@@ -69,8 +69,8 @@ class TutorClient:
                         *build_community_commands(self.community)]:
             self.tree.add_command(command)
         self.tree.on_error = self._on_command_error
-        self._dynamic_items = (*CARD_ITEMS, me.ForgetButton, ReminderButton, BoardButton,
-                               ReviewCardButton)
+        # The cards' own components are routed in on_interaction (components.route).
+        self._dynamic_items = (me.ForgetButton, ReminderButton, BoardButton, ReviewCardButton)
 
     async def setup_hook(self) -> None:
         bound_acknowledgements()  # runs in the task that goes on to connect and dispatch
@@ -111,9 +111,9 @@ class TutorClient:
         await apologise(interaction, getattr(error, "original", error))
 
     async def on_interaction(self, interaction: discord.Interaction) -> None:
-        """Code modals are answered by custom_id, so one opened before a restart works. A
-        component no handler knows (an old rendering, a forged id) is told so, never left
-        without a reply."""
+        """Code modals and the cards' components are answered by custom_id, so one shown
+        before a restart works. A component no handler knows (an old rendering, a forged
+        id) is told so, never left without a reply."""
         custom_id = (interaction.data or {}).get("custom_id", "")
         if interaction.type is discord.InteractionType.modal_submit:
             match = re.fullmatch(MODAL_TEMPLATE, custom_id)
@@ -121,11 +121,13 @@ class TutorClient:
                 code = next(_field_values(interaction.data, "code"), "")
                 await handled(interaction, self.handlers.on_code_modal(
                     interaction, match["serve"], int(match["attempt"]), code))
-        elif interaction.type is discord.InteractionType.component and not any(
-                re.fullmatch(item.__discord_ui_compiled_template__, custom_id)
-                for item in self._dynamic_items):
-            await reply(interaction, "This button is out of date. Use **/review** or "
-                                     "**/learn** for a card.")
+        elif interaction.type is discord.InteractionType.component:
+            if (call := route(interaction, custom_id)) is not None:
+                await call
+            elif not any(re.fullmatch(item.__discord_ui_compiled_template__, custom_id)
+                         for item in self._dynamic_items):
+                await reply(interaction, "This button is out of date. Use **/review** or "
+                                         "**/learn** for a card.")
 
     async def on_message(self, message: discord.Message) -> None:
         if message.author.bot or (message.guild and self.user not in message.mentions):

@@ -1,12 +1,14 @@
 """Persistent buttons and selects: their state is their custom_id (at most 100 chars).
 
-discord.py rebuilds a DynamicItem from any matching custom_id, so a card served before a
-restart, or by another bot process, is still answerable. The attempt number inside each
-id makes a click on an outdated rendering (or a double click) recognisable.
+A click is routed by its custom_id alone (`route`, from the client's on_interaction), so a
+card served before a restart, or by another bot process, is still answerable. The attempt
+number inside each id makes a click on an outdated rendering (or a double click)
+recognisable.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable
 
 import discord
@@ -27,103 +29,114 @@ async def handled(interaction: discord.Interaction, call: Awaitable[None]) -> No
         await apologise(interaction, exc)
 
 
-class OptionButton(discord.ui.DynamicItem[discord.ui.Button],
-                   template=rf"srs:opt:{SERVE}:(?P<attempt>\d):(?P<option>{SLUG})"):
-    def __init__(self, serve_id: str, attempt: int, option_id: str, label: str):
-        super().__init__(discord.ui.Button(
-            label=label, style=discord.ButtonStyle.secondary,
-            custom_id=f"srs:opt:{serve_id}:{attempt}:{option_id}", row=0))
-        self.serve_id, self.attempt, self.option_id = serve_id, attempt, option_id
+class CardItem:
+    """A card's persistent component: `make(...)` renders it as a plain discord.py item
+    whose custom_id matches `template`; the client routes a click on it (`route`) straight
+    to `handle`. Not a
+    discord.py DynamicItem: discord.py rebuilds the whole message's view for every click on
+    one of those, a tenth of a click's CPU under a burst (bench discord)."""
+
+    template = ""
+    compiled: re.Pattern
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.compiled = re.compile(cls.template)
+
+    @staticmethod
+    def handle(handlers, interaction, match: re.Match) -> Awaitable[None]:
+        raise NotImplementedError
+
+
+def route(interaction: discord.Interaction, custom_id: str) -> Awaitable[None] | None:
+    """The handler call for a card component's custom_id, or None if it is none of them."""
+    for item in CARD_ITEMS:
+        if match := item.compiled.fullmatch(custom_id):
+            return handled(interaction, item.handle(interaction.client.handlers, interaction,
+                                                    match))
+    return None
+
+
+class OptionButton(CardItem):
+    template = rf"srs:opt:{SERVE}:(?P<attempt>\d):(?P<option>{SLUG})"
 
     @classmethod
-    async def from_custom_id(cls, interaction, item, match):
-        return cls(match["serve"], int(match["attempt"]), match["option"], item.label or "?")
+    def make(cls, serve_id: str, attempt: int, option_id: str, label: str):
+        return discord.ui.Button(label=label, style=discord.ButtonStyle.secondary,
+                                 custom_id=f"srs:opt:{serve_id}:{attempt}:{option_id}", row=0)
 
-    async def callback(self, interaction: discord.Interaction) -> None:
-        await handled(interaction, interaction.client.handlers.on_answer(
-            interaction, self.serve_id, self.attempt, self.option_id))
+    @staticmethod
+    def handle(handlers, interaction, match):
+        return handlers.on_answer(interaction, match["serve"], int(match["attempt"]),
+                                  match["option"])
 
 
-class BlankSelect(discord.ui.DynamicItem[discord.ui.Select],
-                  template=rf"srs:pick:{SERVE}:(?P<blank>{SLUG})"):
-    def __init__(self, serve_id: str, blank_id: str, placeholder: str = "Blank",
-                 options: list[discord.SelectOption] | None = None, row: int = 0):
-        super().__init__(discord.ui.Select(
-            custom_id=f"srs:pick:{serve_id}:{blank_id}", placeholder=placeholder,
-            options=options or [discord.SelectOption(label="?")], row=row))
-        self.serve_id, self.blank_id = serve_id, blank_id
+class BlankSelect(CardItem):
+    template = rf"srs:pick:{SERVE}:(?P<blank>{SLUG})"
 
     @classmethod
-    async def from_custom_id(cls, interaction, item, match):
-        return cls(match["serve"], match["blank"])
+    def make(cls, serve_id: str, blank_id: str, placeholder: str = "Blank",
+                options: list[discord.SelectOption] | None = None, row: int = 0):
+        return discord.ui.Select(custom_id=f"srs:pick:{serve_id}:{blank_id}",
+                                 placeholder=placeholder,
+                                 options=options or [discord.SelectOption(label="?")], row=row)
 
-    async def callback(self, interaction: discord.Interaction) -> None:
+    @staticmethod
+    def handle(handlers, interaction, match):
         values = (interaction.data or {}).get("values") or [""]
-        await handled(interaction, interaction.client.handlers.on_pick(
-            interaction, self.serve_id, self.blank_id, values[0]))
+        return handlers.on_pick(interaction, match["serve"], match["blank"], values[0])
 
 
-class _AttemptButton(discord.ui.DynamicItem[discord.ui.Button],
-                     template=rf"srs:(?P<action>submit|hint|code):{SERVE}:(?P<attempt>\d)"):
-    """A button on one attempt of a served card: `srs:<action>:<serve id>:<attempt>`.
-    Only its subclasses are registered, each with its own action's template."""
+class _AttemptButton(CardItem):
+    """A button on one attempt of a served card: `srs:<action>:<serve id>:<attempt>`."""
 
     action = ""
     label, emoji, style = "", None, discord.ButtonStyle.secondary
 
-    def __init__(self, serve_id: str, attempt: int, row: int = 4):
-        super().__init__(discord.ui.Button(
-            label=self.label, emoji=self.emoji, style=self.style,
-            custom_id=f"srs:{self.action}:{serve_id}:{attempt}", row=row))
-        self.serve_id, self.attempt = serve_id, attempt
-
     @classmethod
-    async def from_custom_id(cls, interaction, item, match):
-        return cls(match["serve"], int(match["attempt"]))
-
-    async def callback(self, interaction: discord.Interaction) -> None:
-        await handled(interaction, self.handle(interaction.client.handlers, interaction))
-
-    def handle(self, handlers, interaction) -> Awaitable[None]:
-        raise NotImplementedError
+    def make(cls, serve_id: str, attempt: int, row: int = 4):
+        return discord.ui.Button(label=cls.label, emoji=cls.emoji, style=cls.style,
+                                 custom_id=f"srs:{cls.action}:{serve_id}:{attempt}", row=row)
 
 
-class SubmitButton(_AttemptButton, template=rf"srs:submit:{SERVE}:(?P<attempt>\d)"):
+class SubmitButton(_AttemptButton):
+    template = rf"srs:submit:{SERVE}:(?P<attempt>\d)"
     action, label, style = "submit", "Submit", discord.ButtonStyle.primary
 
-    def handle(self, handlers, interaction) -> Awaitable[None]:
-        return handlers.on_submit(interaction, self.serve_id, self.attempt)
+    @staticmethod
+    def handle(handlers, interaction, match):
+        return handlers.on_submit(interaction, match["serve"], int(match["attempt"]))
 
 
-class HintButton(_AttemptButton, template=rf"srs:hint:{SERVE}:(?P<attempt>\d)"):
+class HintButton(_AttemptButton):
+    template = rf"srs:hint:{SERVE}:(?P<attempt>\d)"
     action, label, emoji = "hint", "Hint", "💡"
 
-    def handle(self, handlers, interaction) -> Awaitable[None]:
-        return handlers.on_hint(interaction, self.serve_id, self.attempt)
+    @staticmethod
+    def handle(handlers, interaction, match):
+        return handlers.on_hint(interaction, match["serve"], int(match["attempt"]))
 
 
-class CodeButton(_AttemptButton, template=rf"srs:code:{SERVE}:(?P<attempt>\d)"):
+class CodeButton(_AttemptButton):
+    template = rf"srs:code:{SERVE}:(?P<attempt>\d)"
     action, label, style = "code", "Write code", discord.ButtonStyle.primary
 
-    def handle(self, handlers, interaction) -> Awaitable[None]:
-        return handlers.on_code_button(interaction, self.serve_id, self.attempt)
+    @staticmethod
+    def handle(handlers, interaction, match):
+        return handlers.on_code_button(interaction, match["serve"], int(match["attempt"]))
 
 
-class NextButton(discord.ui.DynamicItem[discord.ui.Button],
-                 template=rf"srs:next:(?P<mode>auto|review|learn|practice)(?::(?P<topic>{SLUG}))?"):
-    def __init__(self, mode: str, topic: str | None):
-        super().__init__(discord.ui.Button(
-            label="Next card", style=discord.ButtonStyle.primary,
-            custom_id=f"srs:next:{mode}" + (f":{topic}" if topic else "")))
-        self.mode, self.topic = mode, topic
+class NextButton(CardItem):
+    template = rf"srs:next:(?P<mode>auto|review|learn|practice)(?::(?P<topic>{SLUG}))?"
 
     @classmethod
-    async def from_custom_id(cls, interaction, item, match):
-        return cls(match["mode"], match["topic"])
+    def make(cls, mode: str, topic: str | None):
+        return discord.ui.Button(label="Next card", style=discord.ButtonStyle.primary,
+                                 custom_id=f"srs:next:{mode}" + (f":{topic}" if topic else ""))
 
-    async def callback(self, interaction: discord.Interaction) -> None:
-        await handled(interaction, interaction.client.handlers.on_next(
-            interaction, self.mode, self.topic))
+    @staticmethod
+    def handle(handlers, interaction, match):
+        return handlers.on_next(interaction, match["mode"], match["topic"])
 
 
 class CodeModal(discord.ui.Modal):

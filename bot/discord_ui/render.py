@@ -100,19 +100,20 @@ def card_view(card: AnyCard, served: Served, draft: dict | None = None) -> disco
     sid, attempt = served.serve_id, served.attempts
     if isinstance(card, ChoiceCard):
         for letter, option in lettered(card, served):
-            view.add_item(c.OptionButton(sid, attempt, option.id, letter))
+            view.add_item(c.OptionButton.make(sid, attempt, option.id, letter))
     elif isinstance(card, FillInCard):
         for number, blank in enumerate(card.blanks, 1):
             chosen = (draft or {}).get(blank.id)
             options = [discord.SelectOption(label=plain(chip.text)[:100], value=chip.id,
                                             default=chip.id == chosen)
                        for chip in shown(card, served)]
-            view.add_item(c.BlankSelect(sid, blank.id, f"Blank [{number}]", options, number - 1))
-        view.add_item(c.SubmitButton(sid, attempt, len(card.blanks)))
+            view.add_item(c.BlankSelect.make(sid, blank.id, f"Blank [{number}]", options,
+                                             number - 1))
+        view.add_item(c.SubmitButton.make(sid, attempt, len(card.blanks)))
     else:
-        view.add_item(c.CodeButton(sid, attempt))
+        view.add_item(c.CodeButton.make(sid, attempt))
     if not served.hint_used:
-        view.add_item(c.HintButton(sid, attempt))
+        view.add_item(c.HintButton.make(sid, attempt))
     return view
 
 
@@ -124,7 +125,7 @@ def after_code(card: AnyCard, verdict: Verdict) -> discord.ui.View:
 
 def next_view(mode: str, topic: str | None) -> discord.ui.View:
     view = discord.ui.View(timeout=None)
-    view.add_item(c.NextButton(mode, topic))
+    view.add_item(c.NextButton.make(mode, topic))
     return view
 
 
