@@ -63,10 +63,10 @@ class ServedQueries(Queries):
             "serve_id": serve_id, "learner_id": learner_id, "served": served,
             "attempts": moves(served), "draft": {}, "finished": False, "served_at": at})
 
-    def load(self, serve_id: str) -> ServedCard | None:
-        with self.connections.use() as conn:
-            row = self._load.first(conn, {"serve_id": serve_id})
-        return None if row is None else ServedCard.model_construct(**row)
+    def load(self, serve_id: str):
+        """The served card's row (a ServedCard's fields, read-only), or None."""
+        rows = self.read(self._load, {"serve_id": serve_id})
+        return rows[0] if rows else None
 
     def advance(self, advance) -> bool:
         """Store the next attempt state unless another click got there first."""
