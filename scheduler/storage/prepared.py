@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import json
 import operator
 from datetime import UTC, date, datetime
 
@@ -33,12 +34,19 @@ class Prepared:
         # Literals in the statement (`day_reviews + 1`) are binds with a value of their own.
         self.literals = {name: bind.value for name, bind in compiled.binds.items()
                          if not bind.required}
+        # A name used at several placeholders (the streak update's day) is converted once.
+        self.distinct = list(dict(self.binds).items())
+        self.repeats = len(self.distinct) < len(self.binds)
 
     def __call__(self, cursor, values: dict) -> int:
         """Execute; return the number of rows written."""
         if self.literals:
             values = {**self.literals, **values}
-        if self.positional:  # one value per placeholder, in the SQL's order
+        if self.repeats:
+            values = {n: p(values[n]) if p else values[n] for n, p in self.distinct}
+            cursor.execute(self.sql, [values[n] for n, _ in self.binds] if self.positional
+                           else values)
+        elif self.positional:  # one value per placeholder, in the SQL's order
             cursor.execute(self.sql, [p(values[n]) if p else values[n] for n, p in self.binds])
         else:
             cursor.execute(self.sql, {n: p(values[n]) if p else values[n]
@@ -122,6 +130,8 @@ def bind_processor(type_: sa.types.TypeEngine, dialect: sa.Dialect):
             return _sqlite_utc_datetime
         if type(type_) is sa.Date:
             return _sqlite_date
+        if type(type_) is sa.JSON and dialect._json_serializer is None:
+            return json.dumps  # Core's own default serializer, without its wrapper
     return type_.dialect_impl(dialect).bind_processor(dialect)
 
 
