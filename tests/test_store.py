@@ -237,7 +237,9 @@ def test_prepared_reads_give_what_core_reads(store):
             Learner.__table__.c.id == learner.id)).one()
         served_row = conn.execute(sa.select(ServedCard.__table__)).one()
     core = (Learner.model_validate(learner_row._mapping), ServedCard(**served_row._mapping))
-    for got, want in zip((fast[0].model_dump(), fast[1]._asdict()),
+    served = fast[1]._asdict()
+    assert served.pop("owner") == "discord:7"  # with its learner's external id
+    for got, want in zip((fast[0].model_dump(), served),
                          (c.model_dump() for c in core), strict=True):
         assert got == want
         assert {k: type(v) for k, v in got.items()} == {k: type(v) for k, v in want.items()}

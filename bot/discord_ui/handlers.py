@@ -34,6 +34,11 @@ NOTHING = {
 NOT_PLAYED_HERE = "That card is not in the decks played here."
 
 
+def owner(user: discord.abc.User) -> str:
+    """The external id of a Discord user's learner."""
+    return f"discord:{user.id}"
+
+
 class CardHandlers:
     """Every feature's way into the engine (`db`, `learner`), and the card handlers that the
     components call as `interaction.client.handlers.on_...(...)`."""
@@ -57,8 +62,7 @@ class CardHandlers:
             self._workers, functools.partial(call, *args, **kwargs))
 
     async def learner(self, user: discord.abc.User) -> Learner:
-        return await self.db(self.tutor.learner, f"discord:{user.id}",
-                             display_name=user.display_name)
+        return await self.db(self.tutor.learner, owner(user), display_name=user.display_name)
 
     # -- serving -------------------------------------------------------------------------
 
@@ -94,7 +98,7 @@ class CardHandlers:
     async def on_next(self, interaction: discord.Interaction, mode: str, topic: str | None):
         await self.serve(interaction, mode, topic, edit=True)
 
-    async def _refused(self, interaction, serve_id: str, learner: Learner,
+    async def _refused(self, interaction, serve_id: str, who: Learner | str,
                        error: TutorError) -> None:
         """Say why a click changed nothing, and leave a way forward: a click made on an
         outdated rendering also gets the card as it stands (its answer may have been
@@ -104,7 +108,7 @@ class CardHandlers:
             return
         if isinstance(error, AlreadyCounted):
             try:
-                playing = await self.db(self.play.current, serve_id, learner)
+                playing = await self.db(self.play.current, serve_id, who)
             except TutorError:
                 playing = None
             if playing is not None:
@@ -119,47 +123,50 @@ class CardHandlers:
 
     # -- answering -----------------------------------------------------------------------
 
+    # A click on a card is its owner's (the served card's learner, by external id): no
+    # learner lookup on the way, a sixth of a click's CPU under a burst (bench discord).
+
     async def on_answer(self, interaction, serve_id: str, attempt: int, response) -> None:
-        learner = await self.learner(interaction.user)
+        who = owner(interaction.user)
         try:
-            verdict = await self.db(self.play.answer, serve_id, attempt, learner, response)
+            verdict = await self.db(self.play.answer, serve_id, attempt, who, response)
         except TutorError as exc:
-            await self._refused(interaction, serve_id, learner, exc)
+            await self._refused(interaction, serve_id, who, exc)
             return
-        await self._show(interaction, learner, verdict)
+        await self._show(interaction, verdict)
 
     async def on_pick(self, interaction, serve_id: str, blank_id: str, chip_id: str) -> None:
-        learner = await self.learner(interaction.user)
+        who = owner(interaction.user)
         try:
-            await self.db(self.play.pick, serve_id, learner, blank_id, chip_id)
+            await self.db(self.play.pick, serve_id, who, blank_id, chip_id)
         except TutorError as exc:
-            await self._refused(interaction, serve_id, learner, exc)
+            await self._refused(interaction, serve_id, who, exc)
             return
         await interaction.response.defer()  # the select itself shows the pick
 
     async def on_submit(self, interaction, serve_id: str, attempt: int) -> None:
-        learner = await self.learner(interaction.user)
+        who = owner(interaction.user)
         try:
-            verdict = await self.db(self.play.submit, serve_id, attempt, learner)
+            verdict = await self.db(self.play.submit, serve_id, attempt, who)
         except TutorError as exc:
-            await self._refused(interaction, serve_id, learner, exc)
+            await self._refused(interaction, serve_id, who, exc)
             return
-        await self._show(interaction, learner, verdict)
+        await self._show(interaction, verdict)
 
     async def on_hint(self, interaction, serve_id: str, attempt: int) -> None:
-        learner = await self.learner(interaction.user)
+        who = owner(interaction.user)
         try:
-            playing = await self.db(self.play.hint, serve_id, attempt, learner)
+            playing = await self.db(self.play.hint, serve_id, attempt, who)
         except TutorError as exc:
-            await self._refused(interaction, serve_id, learner, exc)
+            await self._refused(interaction, serve_id, who, exc)
             return
         await interaction.response.edit_message(
             embeds=[render.card_embed(playing.card, playing.served)],
             view=render.card_view(playing.card, playing.served, playing.draft))
 
-    async def _show(self, interaction, learner: Learner, verdict: Verdict) -> None:
+    async def _show(self, interaction, verdict: Verdict) -> None:
         card = self.tutor.card(verdict.served)
-        feedback = render.feedback_embed(card, verdict, self.tutor.today(learner))
+        feedback = render.feedback_embed(card, verdict, self.tutor.served_today(verdict.served))
         if verdict.finished:
             mode = {"review": "review", "drill": "review", "remedy": "review",
                     "new": "learn"}.get(

@@ -71,14 +71,15 @@ class ServedCards:
         self.store.served.save(served.serve_id, learner.id, served.to_json(), served.served_at)
         return CardInPlay(served, self.tutor.card(served), {})
 
-    def current(self, serve_id: str, learner: Learner) -> CardInPlay:
-        """The card as it stands now, for this learner; Gone, NotYours or Finished."""
+    def current(self, serve_id: str, learner: Learner | str) -> CardInPlay:
+        """The card as it stands now, for this learner (or the learner of this external
+        id: no lookup); Gone, NotYours or Finished."""
         row = self.store.served.load(serve_id)
         if row is None:
             raise Gone("This card is no longer available. Use **/review** or **/learn** for "
                        "a new one.")
         served = Served.from_json(row.served)
-        if learner.id != served.learner_id:
+        if row.owner != (learner if isinstance(learner, str) else learner.external_id):
             raise NotYours("This card was served to someone else. Use **/review** to get "
                            "your own.")
         if row.finished:
@@ -92,7 +93,7 @@ class ServedCards:
             raise
         return CardInPlay(served, card, row.draft)
 
-    def at(self, serve_id: str, attempt: int, learner: Learner) -> CardInPlay:
+    def at(self, serve_id: str, attempt: int, learner: Learner | str) -> CardInPlay:
         """The card, if the click was made on its current attempt (AlreadyCounted if not:
         a double click, or a click on an outdated rendering)."""
         playing = self.current(serve_id, learner)
@@ -100,7 +101,7 @@ class ServedCards:
             raise AlreadyCounted("That click was already counted.")
         return playing
 
-    def answer(self, serve_id: str, attempt: int, learner: Learner,
+    def answer(self, serve_id: str, attempt: int, learner: Learner | str,
                response: Response) -> Verdict:
         """Judge one attempt and store it (with its review, when it finishes the card)."""
         return self.judge(self.at(serve_id, attempt, learner), response)
@@ -110,7 +111,7 @@ class ServedCards:
         compare-and-set on its attempt still refuses it if another click got there first."""
         return self.tutor.answer(playing.served, response, stored=True)
 
-    def submit(self, serve_id: str, attempt: int, learner: Learner) -> Verdict:
+    def submit(self, serve_id: str, attempt: int, learner: Learner | str) -> Verdict:
         """Answer a fill-in card with the chips picked so far."""
         playing = self.at(serve_id, attempt, learner)
         card = _fill_in(playing.card)
@@ -124,7 +125,7 @@ class ServedCards:
                                 + ", ".join(f"[{i}]" for i in missing) + " first.")
         return self.judge(playing, picks)
 
-    def pick(self, serve_id: str, learner: Learner, blank_id: str, chip_id: str) -> None:
+    def pick(self, serve_id: str, learner: Learner | str, blank_id: str, chip_id: str) -> None:
         """Remember one select-menu pick; only a blank and a chip the card has."""
         card = _fill_in(self.current(serve_id, learner).card)
         if blank_id not in {b.id for b in card.blanks} or chip_id not in {
@@ -133,7 +134,7 @@ class ServedCards:
         if self.store.served.set_draft(serve_id, blank_id, chip_id) is None:
             raise Finished("This card was already answered.")
 
-    def hint(self, serve_id: str, attempt: int, learner: Learner) -> CardInPlay:
+    def hint(self, serve_id: str, attempt: int, learner: Learner | str) -> CardInPlay:
         """The card with its hint shown (which caps the grade)."""
         playing = self.at(serve_id, attempt, learner)
         served, _ = self.tutor.hint(playing.served)
@@ -142,7 +143,7 @@ class ServedCards:
             raise AlreadyCounted("That click was already counted.")
         return replace(playing, served=served)
 
-    def code_card(self, serve_id: str, attempt: int, learner: Learner) -> CardInPlay:
+    def code_card(self, serve_id: str, attempt: int, learner: Learner | str) -> CardInPlay:
         """A code card about to be written; InvalidAnswer for any other card."""
         playing = self.at(serve_id, attempt, learner)
         if not isinstance(playing.card, CodeCard):

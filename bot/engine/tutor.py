@@ -100,6 +100,11 @@ class Tutor:
     def today(self, learner: Learner) -> date:
         return study_day(self.clock(), learner.timezone, learner.rollover_hour)
 
+    def served_today(self, served: Served) -> date:
+        """Today for the learner a card was served to, in the calendar it was served in
+        (the one its review is recorded in)."""
+        return study_day(self.clock(), served.timezone, served.rollover_hour)
+
     # -- choosing a card -----------------------------------------------------------------
 
     def servable(self, deck_id: str | None = None, topic: str | None = None,

@@ -8,10 +8,11 @@ from datetime import datetime
 import sqlalchemy as sa
 
 from scheduler.storage.db import DriverConnections, Queries
-from scheduler.storage.models import ServedCard
+from scheduler.storage.models import Learner, ServedCard
 from scheduler.storage.prepared import Prepared, PreparedSelect
 
 served_t = ServedCard.__table__
+learner_t = Learner.__table__
 
 
 def advance_statement() -> sa.Update:
@@ -53,8 +54,11 @@ class ServedQueries(Queries):
         d = engine.dialect
         self._insert = Prepared(served_t.insert(), d, [
             "serve_id", "learner_id", "served", "attempts", "draft", "finished", "served_at"])
+        # With its learner's external id (`owner`): a click needs no learner lookup.
         self._load = PreparedSelect(
-            sa.select(served_t).where(served_t.c.serve_id == sa.bindparam("serve_id")), d)
+            sa.select(served_t, learner_t.c.external_id.label("owner"))
+            .join(learner_t, learner_t.c.id == served_t.c.learner_id)
+            .where(served_t.c.serve_id == sa.bindparam("serve_id")), d)
         self._advance = {True: Prepared(advance_statement(), d, []),
                          False: Prepared(_keeping_draft(), d, [])}
 
@@ -64,7 +68,8 @@ class ServedQueries(Queries):
             "attempts": moves(served), "draft": {}, "finished": False, "served_at": at})
 
     def load(self, serve_id: str):
-        """The served card's row (a ServedCard's fields, read-only), or None."""
+        """The served card's row (a ServedCard's fields and its learner's external id,
+        `owner`; read-only), or None."""
         rows = self.read(self._load, {"serve_id": serve_id})
         return rows[0] if rows else None
 
