@@ -24,7 +24,7 @@ from content.loader import DeckLibrary
 from content.schema import ChoiceCard
 from scheduler.storage.db import sqlite_url
 
-TARGET_RATIO = 0.45
+TARGET_RATIO = 0.5  # issue 28: both schedulers moving, at least half of raw sqlite3
 ROUNDS = 5
 
 
