@@ -154,3 +154,15 @@ def test_a_new_version_that_changes_an_exercise_must_say_its_meaning_changed(dec
     assert any("(it judges code by another exercise (its reference, cases or versions "
                "changed)) but its content_rev is still 1" in p for p in refused.value.problems)
     assert decks.upload(GUILD, EXAMPLE.name, edited(2), "author").version == 2
+
+
+def test_a_sandbox_that_never_answers_stores_nothing_and_says_so(tutor):
+    class Silent:
+        def vet(self, card):
+            raise TimeoutError
+
+    tutor.code_judge = Silent()
+    with pytest.raises(DeckRejected) as refused:
+        CommunityDecks(tutor).upload(GUILD, EXAMPLE.name, EXAMPLE.read_bytes(), "author")
+    assert "did not answer in time" in str(refused.value)
+    assert tutor.store.decks.all() == []

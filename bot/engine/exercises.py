@@ -65,5 +65,9 @@ def _tried(vet, cards: list[tuple[int, CodeCard]], line) -> Iterator[str]:
         except TryAgain as exc:
             raise ExercisesUntried(f"{exc} The deck's behaviour cards could not be tried; "
                                    "nothing was stored.") from None
+        except TimeoutError:  # the sandbox gave no answer at all in the judge's time
+            raise ExercisesUntried("The code runner did not answer in time, so the deck's "
+                                   "behaviour cards could not be tried; nothing was stored. "
+                                   "Try again later.") from None
         stopped += limited
         yield from (f"{where}: {problem}" for problem in problems)
