@@ -32,15 +32,13 @@ class LearnerQueries(Queries):
         running it through Core, and validating the row, which the database already did);
         a write only the first time."""
         key = {"external_id": external_id}
-        with self.connections.use() as conn:
-            row = self._by_external_id.first(conn, key)
-        if row is None:
+        rows = self.read(self._by_external_id, key)
+        if not rows:
             fresh = Learner(external_id=external_id, display_name=display_name, created_at=now)
             with self.engine.begin() as conn:  # two first contacts at once: one row
                 conn.execute(self._insert, fresh.model_dump(exclude={"id"}))
-            with self.connections.use() as conn:
-                row = self._by_external_id.first(conn, key)
-        return Learner.model_construct(**row)
+            rows = self.read(self._by_external_id, key)
+        return Learner.model_construct(**rows[0]._asdict())
 
     def get(self, learner_id: int) -> Learner | None:
         with self.engine.connect() as conn:

@@ -60,17 +60,18 @@ class Prepared:
         fixed = {**self.literals, **(constants or {})}
         names = list(dict.fromkeys(n for n, _ in self.binds if n not in fixed))
         get = operator.attrgetter(*(field_of[n] for n in names))
-        # Each placeholder: (its index in what `get` returns, or None for a fixed value).
-        slots = [(None if n in fixed else names.index(n), p, fixed.get(n))
-                 for n, p in self.binds]
+        # Each placeholder: (its index in what `get` returns, or None for a fixed value,
+        # converted here once).
+        slots = [(None, None, p(fixed[n]) if p else fixed[n]) if n in fixed
+                 else (names.index(n), p, None) for n, p in self.binds]
         sql, positional = self.sql, self.positional
 
         def run(cursor, record) -> int:
             got = get(record)
             if len(names) == 1:
                 got = (got,)
-            values = [(p(got[i]) if p else got[i]) if i is not None else
-                      (p(literal) if p else literal) for i, p, literal in slots]
+            values = [fixed_value if i is None else p(got[i]) if p else got[i]
+                      for i, p, fixed_value in slots]
             cursor.execute(sql, values if positional else dict(
                 zip((n for n, _ in self.binds), values, strict=True)))
             return cursor.rowcount
@@ -114,11 +115,6 @@ class PreparedSelect(Prepared):
                 row[i] = p(row[i])
             made.append(self.row._make(row))
         return made
-
-    def first(self, conn, values: dict) -> dict | None:
-        """The first row as {column key: value}, or None."""
-        rows = self.all(conn, values)
-        return rows[0]._asdict() if rows else None
 
 
 def bind_processor(type_: sa.types.TypeEngine, dialect: sa.Dialect):

@@ -77,6 +77,10 @@ class ServedQueries(Queries):
         """Store the next attempt state unless another click got there first."""
         return bool(self.write(self._advance[advance.clear_draft], advance_values(advance)))
 
+    def advance_in(self, cursor, advance) -> bool:
+        """`advance` inside the caller's transaction (an answer's, `Store.record`)."""
+        return bool(self._advance[advance.clear_draft](cursor, advance_values(advance)))
+
     def set_draft(self, serve_id: str, blank_id: str, chip_id: str) -> dict | None:
         """Remember one select-menu pick; the whole draft, or None for a finished card."""
         with self.engine.begin() as conn:

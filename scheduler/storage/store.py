@@ -25,7 +25,7 @@ from scheduler.storage.models import CardState, Learner, ReviewLog
 from scheduler.storage.prepared import Prepared
 from scheduler.storage.reminders import ReminderQueries
 from scheduler.storage.reviews import ReviewQueries
-from scheduler.storage.served import ServedQueries, advance_statement, advance_values
+from scheduler.storage.served import ServedQueries
 from scheduler.storage.servers import ServerQueries
 
 learner_t = Learner.__table__
@@ -146,7 +146,6 @@ class Store:
         self._update_drill = Prepared(_keyed_update(
             drill_pending=sa.bindparam("drill_pending", type_=sa.Boolean())), d, [])
         self._count_review = Prepared(_streak_update(), d, [])
-        self._advance_served = Prepared(advance_statement(), d, [])
         self._clear_remedy = Prepared(_keyed_update(remedy_day=None), d, [])
 
     @property
@@ -175,8 +174,7 @@ class Store:
         with self.connections.use() as conn:
             cursor = conn.cursor()
             try:
-                if advance is not None and not self._advance_served(
-                        cursor, advance_values(advance)):
+                if advance is not None and not self.served.advance_in(cursor, advance):
                     raise ServedMoved(advance.serve_id)  # rolled back below
                 self._insert_log(cursor, r)
                 written = self._write_state(cursor, r)
