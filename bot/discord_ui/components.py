@@ -48,6 +48,20 @@ class CardItem:
         raise NotImplementedError
 
 
+class RoutedView(discord.ui.View):
+    """The controls of a card: their clicks are routed by custom_id (`route`), never by
+    discord.py's view store. So it reports itself finished, and discord.py keeps no copy:
+    a stored view (it has buttons with custom_ids and no timeout) would stay in memory for
+    every card message the process ever sent or edited, and each click on one would run a
+    no-op callback task besides ours."""
+
+    def __init__(self) -> None:
+        super().__init__(timeout=None)
+
+    def is_finished(self) -> bool:
+        return True
+
+
 def route(interaction: discord.Interaction, custom_id: str) -> Awaitable[None] | None:
     """The handler call for a card component's custom_id, or None if it is none of them."""
     for item in CARD_ITEMS:

@@ -95,8 +95,8 @@ def feedback_embed(card: AnyCard, verdict: Verdict, today: date | None) -> disco
 
 
 def card_view(card: AnyCard, served: Served, draft: dict | None = None) -> discord.ui.View:
-    """The controls for answering `served` (timeout=None: they live in custom_ids)."""
-    view = discord.ui.View(timeout=None)
+    """The controls for answering `served` (their state lives in custom_ids)."""
+    view = c.RoutedView()
     sid, attempt = served.serve_id, served.attempts
     if isinstance(card, ChoiceCard):
         for letter, option in lettered(card, served):
@@ -124,7 +124,7 @@ def after_code(card: AnyCard, verdict: Verdict) -> discord.ui.View:
 
 
 def next_view(mode: str, topic: str | None) -> discord.ui.View:
-    view = discord.ui.View(timeout=None)
+    view = c.RoutedView()
     view.add_item(c.NextButton.make(mode, topic))
     return view
 

@@ -97,6 +97,19 @@ async def test_multiple_choice_buttons_explain_the_chosen_option(world, store):
     assert "1. **" in right.response.embeds[1].description  # the step-by-step solution
 
 
+async def test_the_bot_keeps_no_copy_of_a_card_s_controls(world, simcord_bot):
+    """A card's clicks are routed by custom_id, so discord.py's view store need not keep
+    its controls: kept, every card message's view would stay in memory for the life of the
+    process (a leak of one view per card served)."""
+    _, channel, ann, _ = world
+    card = (await ann.slash(channel, "practice", topic="concept")).response
+    wrong = await choose(ann, card, WRONG)
+    await choose(ann, wrong.response, RIGHT)
+    fill_in = (await ann.slash(channel, "learn")).response
+    await ann.click(fill_in, label="Hint")
+    assert simcord_bot.persistent_views == []
+
+
 def store_deck():
     from content.loader import DeckLibrary
     return DeckLibrary.load().deck("gradient-accumulation")
