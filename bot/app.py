@@ -104,6 +104,7 @@ def build(settings: Settings | None = None, *, database_url: str | None = None,
         return getattr(settings, name)
 
     store = open_store(database_url or setting("database_url"))
+    store.checkpoint_in_background()
     tutor = Tutor(store, DeckLibrary.load() if library is None else library,
                   clock=clock or utc_now)
     if sandbox is None:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from dataclasses import fields
 from datetime import UTC, date, datetime
 from zoneinfo import ZoneInfo
@@ -19,6 +23,7 @@ from sqlalchemy.dialects import sqlite
 from sqlmodel import SQLModel
 
 from scheduler.storage.db import (
+    AUTOCHECKPOINT_PAGES,
     current_revision,
     downgrade,
     head_revision,
@@ -52,6 +57,7 @@ def test_sqlite_connections_use_wal_foreign_keys_and_busy_timeout(engine):
         assert pragma("foreign_keys") == 1
         assert pragma("busy_timeout") == 5000
         assert pragma("synchronous") == 1  # NORMAL
+        assert pragma("wal_autocheckpoint") == AUTOCHECKPOINT_PAGES
 
 
 def test_migrations_build_exactly_the_models_schema(engine):
@@ -131,6 +137,8 @@ WRITER = textwrap.dedent("""
     engine = make_engine(sys.argv[1])
     upgrade(engine)
     store = Store(engine)
+    if sys.argv[2] == "background":
+        store.checkpoint_in_background()
     learner = store.learners.get_or_create("local:crash", now=NOW)
     i = 0
     while True:
@@ -140,12 +148,14 @@ WRITER = textwrap.dedent("""
 """)
 
 
-def test_kill_9_of_a_writer_loses_no_acknowledged_review(tmp_path):
+@pytest.mark.parametrize("checkpoints", ["by-commits", "background"])
+def test_kill_9_of_a_writer_loses_no_acknowledged_review(tmp_path, checkpoints):
     url = sqlite_url(tmp_path / "crash.db")
     writer = subprocess.Popen(
-        [sys.executable, "-c", WRITER, url], cwd=REPO, stdout=subprocess.PIPE, text=True,
+        [sys.executable, "-c", WRITER, url, checkpoints], cwd=REPO, stdout=subprocess.PIPE,
+        text=True,
     )
-    acked = [writer.stdout.readline().strip() for _ in range(300)]
+    acked = [writer.stdout.readline().strip() for _ in range(2000)]
     os.kill(writer.pid, signal.SIGKILL)
     writer.wait()
     engine = make_engine(url)
@@ -159,6 +169,55 @@ def test_kill_9_of_a_writer_loses_no_acknowledged_review(tmp_path):
     store = Store(engine)
     learner = store.learners.get_or_create("local:crash", now=NOW)
     assert not store.record(record(learner.id, "after-restart", card_id="d/new")).duplicate
+
+
+def _reviews_in_the_database_file(path) -> int:
+    """What a reader of the database file alone (not its write-ahead log) sees."""
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?immutable=1", uri=True)) as db:
+            return db.execute("SELECT count(*) FROM review_log").fetchone()[0]
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):  # even the schema is still in the log alone
+            return 0
+        return -1  # read while a checkpoint wrote it: ask again
+    except sqlite3.DatabaseError:
+        return -1
+
+
+@pytest.mark.sqlite_only
+def test_a_thread_of_the_store_moves_the_log_into_the_database_file(tmp_path):
+    """Commits only append to the write-ahead log (one of them used to copy it over every
+    ~100 answers, on the event loop); with background checkpoints the store's own thread
+    does it, and stops with the store."""
+    engine = make_engine(sqlite_url(tmp_path / "bg.db"))
+    upgrade(engine)
+    store = Store(engine)
+    store.checkpoint_in_background()
+    try:
+        learner = store.learners.get_or_create("local:ann", now=NOW)
+        for i in range(20):
+            store.record(record(learner.id, f"a-{i}", card_id=f"d/c{i}"))
+        deadline = time.monotonic() + 60
+        while _reviews_in_the_database_file(tmp_path / "bg.db") != 20:
+            assert time.monotonic() < deadline, "the log never reached the database file"
+            time.sleep(0.05)
+    finally:
+        store.close()
+    assert "wal-checkpoints" not in {t.name for t in threading.enumerate()}
+
+
+@pytest.mark.sqlite_only
+def test_without_background_checkpoints_answers_stay_in_the_log(tmp_path):
+    """The check above can fail: a few answers' commits leave them in the log alone."""
+    engine = make_engine(sqlite_url(tmp_path / "fg.db"))
+    upgrade(engine)
+    store = Store(engine)
+    learner = store.learners.get_or_create("local:ann", now=NOW)
+    for i in range(20):
+        store.record(record(learner.id, f"a-{i}", card_id=f"d/c{i}"))
+    time.sleep(0.2)  # not a wait for a condition: nothing should happen in it
+    assert _reviews_in_the_database_file(tmp_path / "fg.db") == 0
+    store.close()
 
 
 @pytest.mark.sqlite_only

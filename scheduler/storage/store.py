@@ -17,7 +17,7 @@ from sqlalchemy.orm import configure_mappers
 
 from scheduler.choice import DEFAULT_SCHEDULER, SchedulerName
 from scheduler.storage.boards import BoardQueries
-from scheduler.storage.db import DriverConnections
+from scheduler.storage.db import BackgroundCheckpoints, DriverConnections
 from scheduler.storage.decks import DeckQueries
 from scheduler.storage.learners import LearnerQueries
 from scheduler.storage.misconceptions import MisconceptionQueries
@@ -120,6 +120,7 @@ class Store:
         # the ORM's: its mappers must be set up first (validation would have done it).
         configure_mappers()
         self.connections = connections = DriverConnections(engine)
+        self._checkpoints: BackgroundCheckpoints | None = None
         self.learners = LearnerQueries(engine, connections)
         self.servers = ServerQueries(engine, connections)
         self.reviews = ReviewQueries(engine, connections)
@@ -160,7 +161,19 @@ class Store:
 
     # -- the answer hot path -------------------------------------------------------------
 
+    def checkpoint_in_background(self) -> None:
+        """For a long-running process on an SQLite file: its write-ahead log is copied into
+        the database by a thread of its own, never by an answer's commit
+        (`db.BackgroundCheckpoints`); `close` stops it."""
+        if self._checkpoints is None and not self.on_server and self.engine.url.database not in (
+                None, "", ":memory:"):
+            self._checkpoints = BackgroundCheckpoints(self.engine)
+            self._checkpoints.start()
+
     def close(self) -> None:
+        if self._checkpoints is not None:
+            self._checkpoints.stop()
+            self._checkpoints = None
         self.connections.close()
 
     def record(self, r: ReviewRecord, advance: Advance | None = None) -> Recorded:
