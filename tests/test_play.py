@@ -7,7 +7,9 @@ import pytest
 
 from bot.engine.learners import BadSetting, Learners
 from bot.engine.served_cards import Finished, Gone, NotYours, ServedCards
-from bot.engine.tutor import AlreadyCounted, InvalidAnswer
+from bot.engine.tutor import AlreadyCounted, InvalidAnswer, Tutor
+from scheduler.storage.db import downgrade, make_engine, upgrade
+from scheduler.storage.store import Store
 
 RIGHT = {"method": "zero_grad"}
 
@@ -22,6 +24,77 @@ def served_clear(play, tutor):
     playing = play.serve(ann)
     assert playing.served.card_id == "mini/clear"
     return ann, playing.served.serve_id
+
+
+@pytest.fixture
+def elsewhere(db_url, deck_library, clock):
+    """The same served cards played from another bot process (its own store)."""
+    other = Tutor(Store(make_engine(db_url)), deck_library, clock=clock)
+    yield ServedCards(other)
+    other.store.close()
+    other.store.engine.dispose()
+
+
+def served_why(play, tutor, who: str = "discord:1"):
+    """A multiple-choice card (mini/why: "average" is right), kept by `play` as served."""
+    learner = tutor.learner(who)
+    playing = play.serve(learner, card_id="mini/why")
+    assert playing.served.card_id == "mini/why"
+    return learner, playing.served.serve_id
+
+
+def test_a_hint_shown_by_another_process_caps_a_click_judged_here(play, elsewhere, tutor,
+                                                                    store):
+    ann, sid = served_why(play, tutor)
+    elsewhere.hint(sid, 0, ann)
+    verdict = play.answer(sid, 0, ann, "average")
+    assert verdict.correct and verdict.finished and verdict.quality == 2  # the hint's cap
+    assert store.reviews.get(sid).hint_used
+
+
+def test_a_click_after_another_process_moved_the_card_is_judged_as_stored(play, elsewhere,
+                                                                          tutor, store):
+    ann, sid = served_why(play, tutor)
+    elsewhere.answer(sid, 0, ann, "speed")
+    with pytest.raises(AlreadyCounted):  # the rendering this process showed is outdated
+        play.answer(sid, 0, ann, "memory")
+    verdict = play.answer(sid, 1, ann, "average")
+    assert verdict.correct and verdict.served.chosen == ("speed", "average")
+    assert store.reviews.get(sid).attempts == 2
+
+
+def test_a_card_finished_or_forgotten_elsewhere_takes_no_click_here(play, elsewhere, tutor,
+                                                                   store):
+    ann, sid = served_why(play, tutor)
+    first = elsewhere.answer(sid, 0, ann, "average")
+    with pytest.raises(Finished):
+        play.answer(sid, 0, ann, "speed")
+    assert store.reviews.get(sid).quality == first.quality
+    bob, other = served_why(play, tutor, "discord:2")
+    Learners(elsewhere.tutor).forget(bob)
+    with pytest.raises(Gone):
+        play.answer(other, 0, bob, "average")
+    assert store.reviews.get(other) is None
+
+
+def test_a_card_hinted_before_the_hint_was_a_move_stays_answerable(play, tutor, store,
+                                                                   engine):
+    ann, sid = served_why(play, tutor)
+    play.hint(sid, 0, ann)
+    assert store.served.load(sid).attempts == 1  # the hint is one of its moves
+    downgrade(engine, "0008")
+    assert store.served.load(sid).attempts == 0  # as stored before revision 0009
+    upgrade(engine)
+    verdict = ServedCards(tutor).answer(sid, 0, ann, "average")  # a process started since
+    assert verdict.finished and verdict.quality == 2
+
+
+def test_a_double_click_on_a_kept_card_counts_once(play, tutor, store):
+    ann, sid = served_why(play, tutor)
+    wrong = play.answer(sid, 0, ann, "speed")
+    with pytest.raises(AlreadyCounted):
+        play.answer(sid, 0, ann, "memory")
+    assert store.served.load(sid).attempts == wrong.served.attempts == 1
 
 
 def test_a_finished_answer_is_one_transaction_a_crash_leaves_nothing_half_written(

@@ -52,9 +52,10 @@ class Served:
 
     @property
     def moves(self) -> int:
-        """Attempts and free retries: the version a stored card's compare-and-set guards
-        (a retry changes no attempt, yet two clicks must not both count one)."""
-        return self.attempts + self.retries
+        """Attempts, free retries and the hint: the version a stored card's compare-and-set
+        guards (a retry or a hint changes no attempt, yet a click judged on the state
+        before it must not be stored over it)."""
+        return self.attempts + self.retries + self.hint_used
 
     def next_attempt(self, chosen) -> Served:
         """This card after one more attempt (hot path: a third of dataclasses.replace)."""

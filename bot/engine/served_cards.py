@@ -12,6 +12,9 @@ transaction as its review (`Tutor.answer(..., stored=True)`).
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 
 from bot.engine.plays import Plays
@@ -26,9 +29,12 @@ from bot.engine.tutor import (
     Verdict,
 )
 from content.loader import AnyCard
-from content.schema import CodeCard, FillInCard
+from content.schema import ChoiceCard, CodeCard, FillInCard
 from scheduler.storage.models import Learner
 from scheduler.storage.store import Advance
+
+
+RECENT_CARDS = 4096  # served cards kept in memory for their next click (~2 KB each)
 
 
 class Gone(TutorError):
@@ -53,6 +59,27 @@ class CardInPlay:
     draft: dict  # select-menu picks not yet submitted, by blank id
 
 
+class _Recent:
+    """The served cards this process stored last (serve id -> the card and its owner's
+    external id), so that an option click, the hot path, skips loading its card. Taken
+    out when used: two clicks at once (worker threads) never share one."""
+
+    def __init__(self, size: int = RECENT_CARDS):
+        self.size = size
+        self._cards: OrderedDict[str, tuple[Served, str]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def put(self, served: Served, owner: str) -> None:
+        with self._lock:
+            self._cards[served.serve_id] = (served, owner)
+            if len(self._cards) > self.size:
+                self._cards.popitem(last=False)
+
+    def take(self, serve_id: str) -> tuple[Served, str] | None:
+        with self._lock:
+            return self._cards.pop(serve_id, None)
+
+
 class ServedCards:
     """The store's served cards, read and moved only under each click's checks."""
 
@@ -60,6 +87,7 @@ class ServedCards:
         self.tutor = tutor
         self.store = tutor.store
         self.plays = Plays(tutor)
+        self._recent = _Recent()
 
     def serve(self, learner: Learner, *, mode: str = "auto", topic: str | None = None,
               guild_id: int | None = None, card_id: str | None = None) -> CardInPlay | None:
@@ -69,17 +97,21 @@ class ServedCards:
         if served is None:
             return None
         self.store.served.save(served.serve_id, learner.id, served.to_json(), served.served_at)
-        return CardInPlay(served, self.tutor.card(served), {})
+        card = self.tutor.card(served)
+        if isinstance(card, ChoiceCard):  # the cards answered by one click (`answer`)
+            self._recent.put(served, learner.external_id)
+        return CardInPlay(served, card, {})
 
     def current(self, serve_id: str, learner: Learner | str) -> CardInPlay:
         """The card as it stands now, for this learner (or the learner of this external
         id: no lookup); Gone, NotYours or Finished."""
+        self._recent.take(serve_id)  # whatever this click does, the store has it after
         row = self.store.served.load(serve_id)
         if row is None:
             raise Gone("This card is no longer available. Use **/review** or **/learn** for "
                        "a new one.")
         served = Served.from_json(row.served)
-        if row.owner != (learner if isinstance(learner, str) else learner.external_id):
+        if row.owner != _external_id(learner):
             raise NotYours("This card was served to someone else. Use **/review** to get "
                            "your own.")
         if row.finished:
@@ -103,8 +135,33 @@ class ServedCards:
 
     def answer(self, serve_id: str, attempt: int, learner: Learner | str,
                response: Response) -> Verdict:
-        """Judge one attempt and store it (with its review, when it finishes the card)."""
-        return self.judge(self.at(serve_id, attempt, learner), response)
+        """Judge one attempt and store it (with its review, when it finishes the card).
+
+        A card this process stored last is judged as it kept it, without loading it: the
+        store's compare-and-set on its moves still decides. Any refusal then (another
+        process moved it or forgot it, a double click) is asked of the store again, whose
+        answer stands."""
+        owner = _external_id(learner)
+        verdict = None
+        if (playing := self._kept(serve_id, attempt, owner)) is not None:
+            with contextlib.suppress(TutorError):
+                verdict = self.judge(playing, response)
+        if verdict is None:
+            playing = self.at(serve_id, attempt, owner)
+            verdict = self.judge(playing, response)
+        if not verdict.finished and isinstance(playing.card, ChoiceCard):
+            self._recent.put(verdict.served, owner)
+        return verdict
+
+    def _kept(self, serve_id: str, attempt: int, owner: str) -> CardInPlay | None:
+        """The card as this process stored it last, if this click can be judged on it."""
+        kept = self._recent.take(serve_id)
+        if kept is None or kept[1] != owner or kept[0].attempts != attempt:
+            return None
+        try:
+            return CardInPlay(kept[0], self.tutor.card(kept[0]), {})
+        except StaleCard:  # the store's path says so, and retires the card
+            return None
 
     def judge(self, playing: CardInPlay, response: Response) -> Verdict:
         """Judge an attempt on a card already loaded for this click; the store's
@@ -158,6 +215,10 @@ class ServedCards:
                     self.tutor.library.card(served.card_id), CodeCard):
                 return CardInPlay(served, self.tutor.card(served), row.draft)
         return None
+
+
+def _external_id(learner: Learner | str) -> str:
+    return learner if isinstance(learner, str) else learner.external_id
 
 
 def _fill_in(card: AnyCard) -> FillInCard:

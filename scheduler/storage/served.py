@@ -30,9 +30,9 @@ def advance_statement() -> sa.Update:
 
 
 def moves(served: dict) -> int:
-    """The `attempts` column: every stored move of a served card (its attempts and its free
-    code retries), the version each compare-and-set guards."""
-    return served["attempts"] + served.get("retries", 0)
+    """The `attempts` column: every stored move of a served card (its attempts, its free
+    code retries and its hint), the version each compare-and-set guards."""
+    return served["attempts"] + served.get("retries", 0) + bool(served.get("hint_used"))
 
 
 def advance_values(advance) -> dict:

@@ -45,7 +45,7 @@ class ServedMoved(Exception):
 @dataclass(frozen=True, slots=True)
 class Advance:
     """A served card's next attempt state, written only if it is still at `attempts` (its
-    moves: attempts and free code retries, `served.moves`)."""
+    moves: attempts, free code retries and the hint, `served.moves`)."""
 
     serve_id: str
     attempts: int

@@ -7,6 +7,7 @@ import copy
 
 import sqlalchemy as sa
 
+from bot.discord_ui.client import TutorBot
 from scheduler.storage.served import served_t
 from tests.helpers.discord import (
     choose,
@@ -163,8 +164,6 @@ async def test_a_click_on_an_outdated_attempt_is_not_counted_twice(world, store)
 
 
 async def test_cards_still_answer_after_a_restart(world, simcord_env, store, bot_tutor):
-    from bot.discord_ui.client import TutorBot
-
     _, channel, ann, _ = world
     card = (await ann.slash(channel, "practice", topic="concept")).response
     await simcord_env.restart_bot(TutorBot(bot_tutor))
@@ -173,7 +172,7 @@ async def test_cards_still_answer_after_a_restart(world, simcord_env, store, bot
     assert len(store.reviews.on_day(learner_of(store, ann).id, store_now().date())) == 1
 
 
-async def test_a_card_changed_since_serving_is_stale(world, store):
+async def test_a_card_changed_since_serving_is_stale(world, store, simcord_env, bot_tutor):
     _, channel, ann, _ = world
     card = (await ann.slash(channel, "practice", topic="concept")).response
     sid = served_id(card)
@@ -181,6 +180,7 @@ async def test_a_card_changed_since_serving_is_stale(world, store):
     with store.engine.begin() as conn:  # as if served before the card's content changed
         conn.execute(served_t.update().where(served_t.c.serve_id == sid)
                      .values(served={**served, "card_rev": served["card_rev"] - 1}))
+    await simcord_env.restart_bot(TutorBot(bot_tutor))  # by a process that knew that deck
     result = await choose(ann, card, RIGHT)
     assert "changed since it was served" in result.response.embeds[0].description
     assert custom_ids(result.response) == ["srs:next:auto"]
