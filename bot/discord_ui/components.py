@@ -17,6 +17,7 @@ from bot.discord_ui.replies import apologise
 from content.safe_text import plain
 
 SERVE = r"(?P<serve>[0-9a-f]{8,32})"
+MESSAGE_ROWS, ROW_WIDTH = 5, 5  # Discord: action rows per message, buttons per row
 SLUG = r"[a-z][a-z0-9_-]{0,39}"
 
 
@@ -30,11 +31,11 @@ async def handled(interaction: discord.Interaction, call: Awaitable[None]) -> No
 
 
 class CardItem:
-    """A card's persistent component: `make(...)` renders it as a plain discord.py item
-    whose custom_id matches `template`; the client routes a click on it (`route`) straight
-    to `handle`. Not a
-    discord.py DynamicItem: discord.py rebuilds the whole message's view for every click on
-    one of those, a tenth of a click's CPU under a burst (bench discord)."""
+    """A card's persistent component: `make(...)` renders it as Discord's component JSON
+    (what discord.py's own item gives), its custom_id matching `template`; the client
+    routes a click on it (`route`) straight to `handle`. Neither a discord.py DynamicItem
+    (discord.py rebuilds the whole message's view for every click on one of those) nor a
+    discord.py item at all: building one costs ten times its JSON, on every click."""
 
     template = ""
     compiled: re.Pattern
@@ -48,15 +49,32 @@ class CardItem:
         raise NotImplementedError
 
 
-class RoutedView(discord.ui.View):
-    """The controls of a card: their clicks are routed by custom_id (`route`), never by
-    discord.py's view store. So it reports itself finished, and discord.py keeps no copy:
-    a stored view (it has buttons with custom_ids and no timeout) would stay in memory for
-    every card message the process ever sent or edited, and each click on one would run a
-    no-op callback task besides ours."""
+def button(label: str, custom_id: str,
+           style: discord.ButtonStyle = discord.ButtonStyle.secondary,
+           emoji: str | None = None) -> dict:
+    """A button as Discord's JSON, as discord.ui.Button writes it."""
+    data = {"type": 2, "style": style.value, "disabled": False, "label": label,
+            "custom_id": custom_id}
+    if emoji:
+        data["emoji"] = {"id": None, "name": emoji}
+    return data
 
-    def __init__(self) -> None:
+
+class RoutedView(discord.ui.View):
+    """A card's controls, rows of component JSON: their clicks are routed by custom_id
+    (`route`), never by discord.py's view store. So it reports itself finished, and
+    discord.py keeps no copy: a stored view (buttons with custom_ids, no timeout) would stay
+    in memory for every card message the process ever sent or edited, and each click on one
+    would run a no-op callback task besides ours."""
+
+    def __init__(self, rows: list[list[dict]]) -> None:
         super().__init__(timeout=None)
+        if len(rows) > MESSAGE_ROWS or any(not 0 < len(row) <= ROW_WIDTH for row in rows):
+            raise ValueError(f"at most {MESSAGE_ROWS} rows of 1 to {ROW_WIDTH} components")
+        self.rows = rows
+
+    def to_components(self) -> list[dict]:
+        return [{"type": 1, "components": row} for row in self.rows]
 
     def is_finished(self) -> bool:
         return True
@@ -75,9 +93,8 @@ class OptionButton(CardItem):
     template = rf"srs:opt:{SERVE}:(?P<attempt>\d):(?P<option>{SLUG})"
 
     @classmethod
-    def make(cls, serve_id: str, attempt: int, option_id: str, label: str):
-        return discord.ui.Button(label=label, style=discord.ButtonStyle.secondary,
-                                 custom_id=f"srs:opt:{serve_id}:{attempt}:{option_id}", row=0)
+    def make(cls, serve_id: str, attempt: int, option_id: str, label: str) -> dict:
+        return button(label, f"srs:opt:{serve_id}:{attempt}:{option_id}")
 
     @staticmethod
     def handle(handlers, interaction, match):
@@ -89,11 +106,14 @@ class BlankSelect(CardItem):
     template = rf"srs:pick:{SERVE}:(?P<blank>{SLUG})"
 
     @classmethod
-    def make(cls, serve_id: str, blank_id: str, placeholder: str = "Blank",
-                options: list[discord.SelectOption] | None = None, row: int = 0):
-        return discord.ui.Select(custom_id=f"srs:pick:{serve_id}:{blank_id}",
-                                 placeholder=placeholder,
-                                 options=options or [discord.SelectOption(label="?")], row=row)
+    def make(cls, serve_id: str, blank_id: str, placeholder: str,
+             options: list[tuple[str, str, bool]]) -> dict:
+        """`options`: (label, value, shown as picked) each."""
+        return {"type": 3, "custom_id": f"srs:pick:{serve_id}:{blank_id}", "min_values": 1,
+                "max_values": 1, "disabled": False, "required": True,
+                "placeholder": placeholder,
+                "options": [{"label": label, "value": value, "default": default}
+                            for label, value, default in options]}
 
     @staticmethod
     def handle(handlers, interaction, match):
@@ -108,9 +128,8 @@ class _AttemptButton(CardItem):
     label, emoji, style = "", None, discord.ButtonStyle.secondary
 
     @classmethod
-    def make(cls, serve_id: str, attempt: int, row: int = 4):
-        return discord.ui.Button(label=cls.label, emoji=cls.emoji, style=cls.style,
-                                 custom_id=f"srs:{cls.action}:{serve_id}:{attempt}", row=row)
+    def make(cls, serve_id: str, attempt: int) -> dict:
+        return button(cls.label, f"srs:{cls.action}:{serve_id}:{attempt}", cls.style, cls.emoji)
 
 
 class SubmitButton(_AttemptButton):
@@ -144,9 +163,9 @@ class NextButton(CardItem):
     template = rf"srs:next:(?P<mode>auto|review|learn|practice)(?::(?P<topic>{SLUG}))?"
 
     @classmethod
-    def make(cls, mode: str, topic: str | None):
-        return discord.ui.Button(label="Next card", style=discord.ButtonStyle.primary,
-                                 custom_id=f"srs:next:{mode}" + (f":{topic}" if topic else ""))
+    def make(cls, mode: str, topic: str | None) -> dict:
+        return button("Next card", f"srs:next:{mode}" + (f":{topic}" if topic else ""),
+                      discord.ButtonStyle.primary)
 
     @staticmethod
     def handle(handlers, interaction, match):

@@ -29,7 +29,7 @@ from bot.engine.served import Served
 from bot.engine.tutor import MAX_ATTEMPTS, Learner, Progress, Verdict
 from content.loader import AnyCard
 from content.safe_text import clip, code_span, literal, markdown, plain
-from content.schema import ChoiceCard, CodeCard, FillInCard
+from content.schema import ChoiceCard, CodeCard
 
 BLUE, GREEN, RED, GREY = 0x5865F2, 0x57F287, 0xED4245, 0x99AAB5
 
@@ -95,26 +95,29 @@ def feedback_embed(card: AnyCard, verdict: Verdict, today: date | None) -> disco
 
 
 def card_view(card: AnyCard, served: Served, draft: dict | None = None) -> discord.ui.View:
-    """The controls for answering `served` (their state lives in custom_ids)."""
-    view = c.RoutedView()
+    """The controls for answering `served` (their state lives in custom_ids): a choice
+    card's options in rows of five, a fill-in card's select menus (a row each) and Submit,
+    a code card's editor button beside the hint; the hint on a row of its own where one is
+    left (deck_limits keeps every card inside Discord's five rows)."""
     sid, attempt = served.serve_id, served.attempts
+    hint = [] if served.hint_used else [c.HintButton.make(sid, attempt)]
+    if isinstance(card, CodeCard):
+        return c.RoutedView([[c.CodeButton.make(sid, attempt), *hint]])
     if isinstance(card, ChoiceCard):
-        for letter, option in lettered(card, served):
-            view.add_item(c.OptionButton.make(sid, attempt, option.id, letter))
-    elif isinstance(card, FillInCard):
-        for number, blank in enumerate(card.blanks, 1):
-            chosen = (draft or {}).get(blank.id)
-            options = [discord.SelectOption(label=plain(chip.text)[:100], value=chip.id,
-                                            default=chip.id == chosen)
-                       for chip in shown(card, served)]
-            view.add_item(c.BlankSelect.make(sid, blank.id, f"Blank [{number}]", options,
-                                             number - 1))
-        view.add_item(c.SubmitButton.make(sid, attempt, len(card.blanks)))
+        buttons = [c.OptionButton.make(sid, attempt, option.id, letter)
+                   for letter, option in lettered(card, served)]
+        rows = [buttons[i:i + c.ROW_WIDTH] for i in range(0, len(buttons), c.ROW_WIDTH)]
     else:
-        view.add_item(c.CodeButton.make(sid, attempt))
-    if not served.hint_used:
-        view.add_item(c.HintButton.make(sid, attempt))
-    return view
+        picked = draft or {}
+        rows = [[c.BlankSelect.make(sid, blank.id, f"Blank [{number}]", [
+            (plain(chip.text)[:100], chip.id, chip.id == picked.get(blank.id))
+            for chip in shown(card, served)])] for number, blank in enumerate(card.blanks, 1)]
+        rows.append([c.SubmitButton.make(sid, attempt)])
+    if hint and len(rows) == c.MESSAGE_ROWS:  # no row left: beside the last ones
+        rows[-1] += hint
+    elif hint:
+        rows.append(hint)
+    return c.RoutedView(rows)
 
 
 def after_code(card: AnyCard, verdict: Verdict) -> discord.ui.View:
@@ -124,9 +127,7 @@ def after_code(card: AnyCard, verdict: Verdict) -> discord.ui.View:
 
 
 def next_view(mode: str, topic: str | None) -> discord.ui.View:
-    view = c.RoutedView()
-    view.add_item(c.NextButton.make(mode, topic))
-    return view
+    return c.RoutedView([[c.NextButton.make(mode, topic)]])
 
 
 def progress_embed(name: str, p: Progress, reviewed: int,

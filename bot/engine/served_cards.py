@@ -33,7 +33,6 @@ from content.schema import ChoiceCard, CodeCard, FillInCard
 from scheduler.storage.models import Learner
 from scheduler.storage.store import Advance
 
-
 RECENT_CARDS = 4096  # served cards kept in memory for their next click (~2 KB each)
 
 
