@@ -49,7 +49,7 @@ class DeadlineAdapter(AsyncWebhookAdapter):
 
 def ack_budget(interaction_id: int, now: datetime) -> float:
     """Seconds left to acknowledge, by the interaction's own timestamp (its snowflake)."""
-    age = (now - discord.utils.snowflake_time(interaction_id)).total_seconds()
+    age = now.timestamp() - ((interaction_id >> 22) + discord.utils.DISCORD_EPOCH) / 1000
     return min(ACK_WINDOW, max(ACK_FLOOR, ACK_WINDOW - age))
 
 
