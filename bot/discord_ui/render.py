@@ -34,8 +34,29 @@ from content.schema import ChoiceCard, CodeCard
 BLUE, GREEN, RED, GREY = 0x5865F2, 0x57F287, 0xED4245, 0x99AAB5
 
 
+class AnswerEmbed(discord.Embed):
+    """A card's or a verdict's embed, sent on every click: its JSON is built from what
+    these embeds set (title, description, colour, fields, footer), where discord.py's
+    to_dict tries each of its twenty attributes (5 us an embed; a click sends two).
+    tests/discord/test_card_controls.py holds the two equal."""
+
+    def to_dict(self) -> dict:
+        data = {"flags": self._flags, "type": self.type}
+        if self._colour:
+            data["color"] = self._colour.value
+        if self.title:
+            data["title"] = self.title
+        if self.description:
+            data["description"] = self.description
+        if getattr(self, "_fields", None) is not None:
+            data["fields"] = self._fields
+        if getattr(self, "_footer", None) is not None:
+            data["footer"] = self._footer
+        return data
+
+
 def card_embed(card: AnyCard, served: Served, finished: bool = False) -> discord.Embed:
-    embed = discord.Embed(
+    embed = AnswerEmbed(
         title=f"{KIND_LABEL[served.kind]} · {card.difficulty} · {', '.join(card.topics)}",
         description=clip(card_text(card, lettered(card, served)), 4096), colour=BLUE,
     )
@@ -87,8 +108,8 @@ def feedback_embed(card: AnyCard, verdict: Verdict, today: date | None) -> disco
         parts.append(f"**Takeaway:** {markdown(fb.takeaway)}")
         if fb.next_review:
             parts.append(f"Next review of this card: **{fb.next_review}**.")
-    embed = discord.Embed(title=title, description=clip("\n\n".join(p for p in parts if p), 4096),
-                          colour=colour)
+    embed = AnswerEmbed(title=title, description=clip("\n\n".join(p for p in parts if p), 4096),
+                        colour=colour)
     if fb.duplicate:
         embed.set_footer(text="This answer was already recorded.")
     return embed

@@ -10,8 +10,9 @@ import discord
 import pytest
 
 from bot.discord_ui import components as c
-from bot.discord_ui.render import card_view, next_view
+from bot.discord_ui.render import card_embed, card_view, feedback_embed, next_view
 from bot.engine.served import preview
+from bot.engine.served_cards import ServedCards
 from content.schema import ChoiceCard, CodeCard, FillInCard
 
 AT = datetime(2026, 12, 4, tzinfo=UTC)
@@ -95,3 +96,26 @@ def test_more_than_discord_holds_is_refused_before_sending():
         c.RoutedView([[c.button(str(i), f"x:{i}") for i in range(6)]])
     with pytest.raises(ValueError):
         c.RoutedView([[c.button("a", "x:a")]] * 6)
+
+
+def test_a_card_s_and_a_verdict_s_embeds_are_the_json_discord_py_would_write(tutor):
+    """Their JSON is built from the fields they set (cheaper): discord.py's own to_dict
+    gives the same, for a card before and after its hint, and each kind of verdict."""
+    play = ServedCards(tutor)
+    learner = tutor.learner("discord:1")
+    playing = play.serve(learner, card_id="gradient-accumulation/purpose")
+    card, served = playing.card, playing.served
+    wrong, right = (next(o.id for o in card.options if o.correct is want)
+                    for want in (False, True))
+    first = play.answer(served.serve_id, 0, learner, wrong)
+    hinted = play.hint(served.serve_id, 1, learner).served
+    done = play.answer(served.serve_id, 1, learner, right)
+    today = tutor.served_today(done.served)
+    embeds = [card_embed(card, served), card_embed(card, hinted),
+              card_embed(card, done.served, finished=True),
+              feedback_embed(card, first, today), feedback_embed(card, done, today),
+              feedback_embed(card, replace(done, duplicate=True), today)]
+    assert any("fields" in e.to_dict() for e in embeds)
+    assert any("footer" in e.to_dict() for e in embeds)
+    for embed in embeds:
+        assert embed.to_dict() == discord.Embed.to_dict(embed)
