@@ -223,9 +223,9 @@ class Store:
             if not r.changes_schedule:
                 return True  # a drill or cram of a card never scheduled leaves no state
             return bool(self._insert_state(cursor, r))
-        key = {"k_learner": r.learner_id, "k_card": r.card_id, "k_count": r.expected_count}
         if r.changes_schedule:
             return bool(self._update_schedule(cursor, r))
+        key = {k: getattr(r, field) for k, field in _KEY_FIELDS.items()}
         if r.kind == "remedy":  # served, so no longer pending; no schedule moves
             return bool(self._clear_remedy(cursor, key))
         # A rule-7 drill changes no schedule.
