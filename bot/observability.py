@@ -20,6 +20,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from bot.sandbox.protocol import UNJUDGED
+
 REGISTRY = CollectorRegistry()
 ANSWERS = Counter("tutor_answers_total", "Graded answers recorded",
                   ["kind", "correct"], registry=REGISTRY)
@@ -40,6 +42,15 @@ LOOP_LAG_MAX = Gauge("tutor_event_loop_lag_max_seconds",
                      "The worst event-loop lag since the bot started", registry=REGISTRY)
 SANDBOX_REFUSALS = Counter("tutor_sandbox_refusals", "Code runs the sandbox did not admit",
                            ["reason"], registry=REGISTRY)
+SANDBOX_UNJUDGED = Counter("tutor_sandbox_unjudged",
+                           "Code answers not judged through a fault of ours (no attempt used)",
+                           ["cause"], registry=REGISTRY)
+# Every label from the start: a series that appears only with its first event hides the
+# change from zero from rate() and alerts.
+for _reason in ("learner", "rate", "full", "unreachable", "no_host", "busy"):
+    SANDBOX_REFUSALS.labels(reason=_reason)
+for _cause in UNJUDGED:
+    SANDBOX_UNJUDGED.labels(cause=_cause)
 LAG_TICK_S = 0.01
 FLEET_POLL_S = 3.0  # how often the sandbox's loop asks Redis for the fleet's numbers
 
@@ -96,6 +107,10 @@ def record_sandbox(status: str, seconds: float) -> None:
 
 def record_refusal(reason: str) -> None:
     SANDBOX_REFUSALS.labels(reason=reason).inc()
+
+
+def record_unjudged(cause: str) -> None:
+    SANDBOX_UNJUDGED.labels(cause=cause).inc()
 
 
 class FleetCollector:

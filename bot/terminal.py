@@ -23,6 +23,7 @@ from bot.engine.served import Served
 from bot.engine.tutor import (
     InvalidAnswer,
     Learner,
+    TryAgain,
     Tutor,
     TutorError,
     Verdict,
@@ -137,7 +138,7 @@ class Console:
                 self.say("Running your code in the sandbox...")
             try:
                 verdict = self.tutor.answer(served, response)
-            except InvalidAnswer as exc:
+            except (InvalidAnswer, TryAgain) as exc:  # not judged: the card stays open
                 self.say(str(exc))
                 continue
             except TutorError as exc:

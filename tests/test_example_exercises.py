@@ -13,6 +13,7 @@ import zipfile
 
 import pytest
 
+from bot.engine.code_judge import not_judged
 from bot.engine.community_decks import CommunityDecks, DeckRejected, Uploaded
 from bot.engine.exercises import MAX_EXERCISES
 from content.loader import parse_deck
@@ -159,10 +160,10 @@ def test_a_new_version_that_changes_an_exercise_must_say_its_meaning_changed(dec
 def test_a_sandbox_that_never_answers_stores_nothing_and_says_so(tutor):
     class Silent:
         def vet(self, card):
-            raise TimeoutError
+            raise not_judged("timeout")
 
     tutor.code_judge = Silent()
     with pytest.raises(DeckRejected) as refused:
         CommunityDecks(tutor).upload(GUILD, EXAMPLE.name, EXAMPLE.read_bytes(), "author")
-    assert "did not answer in time" in str(refused.value)
+    assert "could not be tried (the code runner did not answer in time)" in str(refused.value)
     assert tutor.store.decks.all() == []

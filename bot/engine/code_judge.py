@@ -4,6 +4,11 @@ The engine is synchronous and runs code answers off the event loop (a worker thr
 the sandbox client is asyncio, on a loop thread of its own (bot.sandbox.background).
 `SandboxJudge` bridges the two, and `report_from` turns the sandbox's result into the
 engine's CodeReport.
+
+A verdict we could not reach (no code runner, Redis away, a crash of ours, no answer in
+time, the checker failing) is never a verdict on the code: it raises NotJudged, so the
+answer uses no attempt and records nothing, and the operator hears of it at once (an
+error in the log, `tutor_sandbox_unjudged_total{cause}`).
 """
 
 from __future__ import annotations
@@ -12,10 +17,10 @@ import asyncio
 import logging
 import time
 
-from bot.engine.tutor import CodeReport, TryAgain
-from bot.observability import record_refusal, record_sandbox
+from bot.engine.tutor import CodeReport, NotJudged, TryAgain
+from bot.observability import record_refusal, record_sandbox, record_unjudged
 from bot.sandbox.client import SandboxBusy, SandboxClient
-from bot.sandbox.protocol import MEMORY, OUTPUT_LIMIT, REFUSED, TIMEOUT, RunResult
+from bot.sandbox.protocol import MEMORY, OUTPUT_LIMIT, REFUSED, TIMEOUT, UNJUDGED, RunResult
 from content.safe_text import code_span, plain
 from content.schema import CodeCard
 
@@ -29,6 +34,18 @@ STOPPED = {
 
 VET_STOPPED = {TIMEOUT: "ran past the time limit (does cases(rng) return?)",
                MEMORY: "used more memory than allowed", OUTPUT_LIMIT: "printed too much"}
+
+# Refusals before a run that are ours (the learner's own, one run in flight or the rate,
+# are TryAgain with their message): the cause each is counted under.
+OUR_REFUSALS = {"unreachable": "unreachable", "no_host": "no_host", "full": "busy",
+                "busy": "busy"}
+
+
+def not_judged(cause: str) -> NotJudged:
+    """What the learner reads when our part failed: plainly not judged, and what to do."""
+    return NotJudged(f"Your code was not judged: {UNJUDGED[cause]}. That is our fault, not "
+                     "your code's: no attempt was used and nothing was recorded. The card "
+                     "stays open: send your code again in a minute.", cause, UNJUDGED[cause])
 
 
 def report_from(result: RunResult) -> CodeReport:
@@ -77,15 +94,34 @@ class SandboxJudge:
         return vet_problems(result), result.status in VET_STOPPED
 
     def _result(self, code: str, **run) -> RunResult:
+        """The sandbox's result on the code; TryAgain (NotJudged when the fault is ours)
+        when there is none to judge it by."""
         started = time.perf_counter()
+        future = asyncio.run_coroutine_threadsafe(self.client.run(code, **run), self.loop)
         try:
-            result = asyncio.run_coroutine_threadsafe(self.client.run(code, **run),
-                                                      self.loop).result(self.timeout_s)
+            result = future.result(self.timeout_s)
         except SandboxBusy as exc:
             record_refusal(exc.reason)
-            raise TryAgain(str(exc)) from None
+            if exc.reason in OUR_REFUSALS:
+                raise self._unjudged(OUR_REFUSALS[exc.reason], str(exc)) from None
+            raise TryAgain(f"{exc} Your code was not judged; no attempt was used.") from None
+        except TimeoutError:
+            future.cancel()
+            raise self._unjudged("timeout", f"no result within {self.timeout_s:.0f} s") \
+                from None
+        except Exception as exc:  # noqa: BLE001 - a fault of ours never grades the code
+            log.exception("the sandbox client failed")
+            raise self._unjudged("crash", f"the sandbox client failed: {exc!r}") from None
+        if result.unjudged is not None:
+            raise self._unjudged(result.unjudged, result.error or result.stderr)
         record_sandbox(result.status, time.perf_counter() - started)
         return result
+
+    @staticmethod
+    def _unjudged(cause: str, detail: str) -> NotJudged:
+        record_unjudged(cause)
+        log.error("a code answer was not judged (%s): %s", cause, plain(detail)[:500])
+        return not_judged(cause)
 
 
 def vet_problems(result: RunResult) -> list[str]:

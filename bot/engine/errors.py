@@ -19,6 +19,16 @@ class TryAgain(TutorError):
     """Not judged now (the code runner is busy or rate-limited); no attempt was used."""
 
 
+class NotJudged(TryAgain):
+    """Our part failed (no code runner, a crash of ours, no answer in time): the answer was
+    not judged, no attempt was used, nothing was recorded, and the card stays open.
+    `cause`: a key of the sandbox's UNJUDGED causes, for the operator; `reason`: its words."""
+
+    def __init__(self, message: str, cause: str, reason: str):
+        super().__init__(message)
+        self.cause, self.reason = cause, reason
+
+
 class InvalidAnswer(TutorError):
     """The response is not a choice this card offers; no attempt was used."""
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from bot.engine.tutor import TryAgain
+from bot.engine.tutor import NotJudged, TryAgain
 from content import checkers
 from content.loader import line_finder
 from content.schema import CodeCard, Deck
@@ -62,12 +62,12 @@ def _tried(vet, cards: list[tuple[int, CodeCard]], line) -> Iterator[str]:
             return
         try:
             problems, limited = vet(card)
+        except NotJudged as exc:  # no code runner, a crash of ours, no answer in time
+            raise ExercisesUntried(f"The deck's behaviour cards could not be tried "
+                                   f"({exc.reason}); nothing was stored. Try again in a "
+                                   "minute.") from None
         except TryAgain as exc:
             raise ExercisesUntried(f"{exc} The deck's behaviour cards could not be tried; "
                                    "nothing was stored.") from None
-        except TimeoutError:  # the sandbox gave no answer at all in the judge's time
-            raise ExercisesUntried("The code runner did not answer in time, so the deck's "
-                                   "behaviour cards could not be tried; nothing was stored. "
-                                   "Try again later.") from None
         stopped += limited
         yield from (f"{where}: {problem}" for problem in problems)

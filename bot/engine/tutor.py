@@ -19,6 +19,7 @@ from bot.engine.errors import (
     AlreadyCounted,
     InvalidAnswer,
     NeedsSandbox,
+    NotJudged,
     RepeatedAnswer,
     StaleCard,
     TryAgain,
@@ -51,7 +52,7 @@ from scheduler.studyday import due_day, study_day
 
 # The engine's public face: front ends import these from here.
 __all__ = ["CODE_POLICY", "FREE_RETRIES", "AlreadyCounted", "CodeReport", "Finding",
-           "InvalidAnswer", "MAX_ATTEMPTS", "Mode", "NeedsSandbox", "Progress",
+           "InvalidAnswer", "MAX_ATTEMPTS", "Mode", "NeedsSandbox", "NotJudged", "Progress",
            "RepeatedAnswer", "Response", "StaleCard", "TryAgain", "Tutor", "TutorError",
            "Verdict", "correct_answer"]
 

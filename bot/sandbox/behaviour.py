@@ -103,7 +103,8 @@ def author_failed(result: dict) -> dict:
     why = result.get("error") or f"it ended with status {result.get('status')}"
     reason = f"this exercise's own code (cases or reference) could not run: {why}"
     return {"status": "error", "exit_code": None, "stdout": "", "stderr": reason,
-            "error": reason, "elapsed_ms": result.get("elapsed_ms", 0.0)}
+            "error": reason, "elapsed_ms": result.get("elapsed_ms", 0.0),
+            "unjudged": "exercise"}
 
 
 def observations(submission: dict, author_detail: dict, learner_detail: dict) -> dict | None:

@@ -180,7 +180,8 @@ class SandboxClient:
             if future.done():
                 continue
             if request.get("retried") or self._writer is None:
-                future.set_result(failed("the sandbox crashed while running this code"))
+                future.set_result(failed("the sandbox crashed while running this code",
+                                         "crash"))
             else:
                 asyncio.ensure_future(self._forward({**request, "retried": True}, future))
 
@@ -206,7 +207,7 @@ class SandboxClient:
             return await asyncio.wait_for(asyncio.shield(future), deadline_s)
         except TimeoutError:
             log.error("sandbox gave no reply within %.0f s; the run is given up", deadline_s)
-            return failed(f"the sandbox did not answer within {deadline_s:.0f} s")
+            return failed(f"the sandbox did not answer within {deadline_s:.0f} s", "timeout")
         finally:
             self._pending.pop(request_id, None)  # frees the queue place, whatever happened
 

@@ -118,7 +118,7 @@ class FleetClient:
             await asyncio.wait([self._reader], timeout=self.timing.block_s + 5)
         for run in self._runs.values():
             if not run.future.done():
-                run.future.set_result(failed("the bot is shutting down"))
+                run.future.set_result(failed("the bot is shutting down", "shutdown"))
         if self.redis is not None:
             with contextlib.suppress(RedisError, OSError, TimeoutError):
                 await asyncio.wait_for(self.redis.aclose(), 5)
@@ -198,7 +198,7 @@ class FleetClient:
                 log.error("no sandbox host answered run %s in %.0f s", rid,
                           self.timing.patience_s)
                 reply = failed(f"the sandbox did not answer within "
-                               f"{self.timing.patience_s:.0f} s")
+                               f"{self.timing.patience_s:.0f} s", "timeout")
         finally:
             del self._runs[rid]
             await self._let_go(run)
@@ -277,7 +277,7 @@ class FleetClient:
         try:
             reply = decode(fields.get("result", "").encode())
         except ValueError:
-            reply = failed("a sandbox host sent a reply this bot cannot read")
+            reply = failed("a sandbox host sent a reply this bot cannot read", "unreadable")
         run.future.set_result(reply)
 
     async def _after_a_loss(self, last: str) -> str:
@@ -294,7 +294,8 @@ class FleetClient:
             if run.future.done():
                 continue
             if run.sent_again:
-                run.future.set_result(failed("the sandbox lost this run twice; try again"))
+                run.future.set_result(failed("the sandbox lost this run twice; try again",
+                                             "lost"))
                 continue
             run.sent_again = True
             try:

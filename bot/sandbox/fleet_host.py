@@ -150,7 +150,7 @@ class FleetHost:
             await self._settle(entry_id, None, deadline_ms=self.clock.now_ms() + 10_000)
             return
         if deliveries > 2:
-            result = failed(LOST_TWICE)
+            result = failed(LOST_TWICE, "lost")
         elif self.clock.now_ms() + self.service.limits.wall_s * 1000 > deadline_ms:
             result = None  # its bot gives up before this could finish: do not run it
         else:

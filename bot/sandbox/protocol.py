@@ -5,7 +5,9 @@ Bot <-> service: JSON lines. A submission is {"id", "code", "mode": "run"|"check
 so the service admits one run per learner); a result is {"id", "status", "exit_code",
 "stdout", "stderr", "elapsed_ms", ...}. Statuses are the product's: ok, error, timeout,
 memory, output_limit, refused. A result with "busy": true was not run (the learner has a run
-in flight, or the service is full); its stderr says so.
+in flight, or the service is full); its stderr says so. A result with "unjudged" (a cause,
+`UNJUDGED`) says nothing about the code: our part failed (no host, a crash of ours, no
+answer in time), so the engine grades nothing and the learner sends it again.
 
 The service builds and writes results as dicts; a client reads each reply as a `RunResult`
 (`RunResult.from_wire`), so callers read attributes and never guess at keys.
@@ -91,14 +93,32 @@ def refused(reason: str) -> dict:
             "elapsed_ms": 0.0}
 
 
-def failed(reason: str) -> dict:
-    """The code may have been fine: the sandbox could not run it, or not in time."""
-    return {**refused(reason), "status": ERROR}
+# Why a run was not judged when the fault is ours, never the code's (a result's "unjudged"):
+# the operator's metric `tutor_sandbox_unjudged_total{cause}` counts each.
+UNJUDGED = {
+    "crash": "the code runner crashed while running it",
+    "timeout": "the code runner did not answer in time",
+    "lost": "the code runner lost it",
+    "busy": "the code runner is busy right now",
+    "checker": "the checker failed while judging it",
+    "exercise": "this exercise's own code failed",
+    "unreadable": "the code runner's reply could not be read",
+    "shutdown": "the bot was shutting down",
+    "no_host": "no code runner is up right now",
+    "unreachable": "the code runner cannot be reached right now",
+}
+
+
+def failed(reason: str, cause: str) -> dict:
+    """Not judged, and not the code's fault: the sandbox could not run it, or not in time.
+    `cause`: one of UNJUDGED, for the operator."""
+    assert cause in UNJUDGED, cause
+    return {**refused(reason), "status": ERROR, "unjudged": cause}
 
 
 def busy(reason: str) -> dict:
     """Not run, and not the code's fault: the client tells the learner to wait."""
-    return {**failed(reason), "busy": True}
+    return {**failed(reason, "busy"), "busy": True}
 
 
 class Malformed(ValueError):
@@ -183,6 +203,8 @@ class RunResult:
     device: str | None = None  # where the code ran
     busy: bool = False
     report: CheckReport | None = None
+    # Not judged, through no fault of the code: the cause (a key of UNJUDGED), else None.
+    unjudged: str | None = None
 
     @classmethod
     def from_wire(cls, message: dict) -> RunResult:
@@ -193,15 +215,19 @@ class RunResult:
             if status not in STATUSES:
                 raise Malformed(f"unknown status {str(status)[:40]!r}")
             report = message.get("report")
+            unjudged = _text(message, "unjudged")
+            if unjudged is not None and unjudged not in UNJUDGED:
+                raise Malformed(f"unknown cause {unjudged[:40]!r}")
             return cls(status, _number(message, "exit_code", int),
                        _text(message, "stdout", ""), _text(message, "stderr", ""),
                        float(_number(message, "elapsed_ms", int | float, 0.0)),
                        _text(message, "error"), _number(message, "line", int),
                        _text(message, "note"), _text(message, "device"),
                        message.get("busy") is True,
-                       None if report is None else CheckReport.from_wire(report))
+                       None if report is None else CheckReport.from_wire(report), unjudged)
         except Malformed as exc:
-            return cls(ERROR, error=f"the sandbox sent a result this bot cannot read ({exc})")
+            return cls(ERROR, error=f"the sandbox sent a result this bot cannot read ({exc})",
+                       unjudged="unreadable")
 
 
 @dataclass(frozen=True)

@@ -180,10 +180,10 @@ class SandboxService:
         except Busy as exc:
             return busy(str(exc))
         except TooLate:
-            return failed("the sandbox was too busy to run this in time; try again")
+            return failed("the sandbox was too busy to run this in time; try again", "busy")
         except Exception:  # noqa: BLE001 - a reply, never silence
             log.exception("sandbox run failed")
-            return failed("the sandbox failed while running this code")
+            return failed("the sandbox failed while running this code", "crash")
 
     async def _execute(self, submission: dict) -> dict:
         code = submission.get("code")
@@ -267,7 +267,7 @@ class SandboxService:
         try:
             slot = await self._take_slot(gpu)
         except Exception as exc:  # noqa: BLE001
-            return failed(str(exc)), {}
+            return failed(str(exc), "crash"), {}
         started = time.perf_counter()
         payload = json.dumps(request).encode()
         exited = self.zygote.exited(slot.child)
@@ -331,7 +331,7 @@ class SandboxService:
         try:
             report = await self.checkers.judge(checker, salt, observations)
         except JudgeFailed as exc:
-            return {**result, "status": ERROR, "error": str(exc)}
+            return {**result, "status": ERROR, "error": str(exc), "unjudged": "checker"}
         if result["status"] != OK and report.get("passed") is not False:
             error = result.get("error")  # the child's own words: quoted as code
             report = {**report, "status": ERROR, "passed": False,

@@ -32,7 +32,8 @@ def test_a_checked_result_reads_as_attributes():
 
 def test_what_the_service_builds_reads_back_the_same():
     assert RunResult.from_wire(refused("no")) == RunResult("refused", stderr="no")
-    assert RunResult.from_wire(failed("down")) == RunResult(ERROR, stderr="down")
+    assert RunResult.from_wire(failed("down", "crash")) == RunResult(ERROR, stderr="down",
+                                                                  unjudged="crash")
     assert RunResult.from_wire(busy("wait")).busy is True
 
 
