@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import socket
-import sys
 from datetime import UTC, datetime, timedelta
 
 import aiohttp
@@ -21,13 +18,15 @@ from bot.app import build
 from content.loader import DeckLibrary
 from scheduler.storage.db import sqlite_url
 from tests.helpers.clock import FakeClock
-from tests.helpers.offline_discord import BotProcess, OfflineDiscord
-from tests.helpers.paths import REPO
+from tests.helpers.offline_discord import (
+    STARTUP_S,
+    OfflineDiscord,
+    free_port,
+    launch_tutor,
+    wait_for_log,
+)
 
 PURPOSE = "gradient-accumulation/purpose"
-# Bounds for a hung bot only: the waits end as soon as the bot is up. A cold start (imports,
-# the sandbox's torch) took over 20 s on the 2-core CI box with another suite running.
-STARTUP_S = 120
 
 
 def seed_due_review(db_url: str, user_id: str) -> None:
@@ -38,12 +37,6 @@ def seed_due_review(db_url: str, user_id: str) -> None:
         served = app.tutor.next_card(learner, mode="practice", topic="concept")
         assert served.card_id == PURPOSE
         assert app.tutor.answer(served, "split-batch-to-save-memory").correct
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 async def get_when(url: str, status: int, timeout: float = 60.0) -> tuple[int, str]:
@@ -60,21 +53,6 @@ async def get_when(url: str, status: int, timeout: float = 60.0) -> tuple[int, s
                 if asyncio.get_running_loop().time() > deadline:
                     raise
             await asyncio.sleep(0.2)
-
-
-async def launch_tutor(server: OfflineDiscord, tmp_path, db_url: str,
-                       metrics_port: int) -> BotProcess:
-    log = tmp_path / "tutor.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DISCORD_")}
-    env.update(DISCORD_TOKEN="offline-token", DISCORD_API_BASE_URL=server.api_base,
-               DISCORD_GATEWAY_URL=server.gateway_url, DATABASE_URL=db_url,
-               PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1", LOG_LEVEL="INFO",
-               METRICS_PORT=str(metrics_port))
-    with log.open("wb") as out:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot", "run", cwd=tmp_path, env=env, stdout=out,
-            stderr=asyncio.subprocess.STDOUT)
-    return BotProcess(proc, log)
 
 
 @pytest.mark.timeout(240)
@@ -126,14 +104,6 @@ async def test_tutor_run_serves_review_and_explains_a_wrong_click(tmp_path):
     assert rc == 0, log
     assert "synced 10 global commands: review, learn, practice" in log, log
     assert "Traceback" not in log
-
-
-async def wait_for_log(bot: BotProcess, text: str, timeout: float = 90.0) -> str:
-    """The bot's log once it contains `text` (a condition, bounded only for a hung bot)."""
-    async with asyncio.timeout(timeout):
-        while text not in (log := bot.log.read_text()):
-            await asyncio.sleep(0.05)
-    return log
 
 
 @pytest.mark.timeout(240)

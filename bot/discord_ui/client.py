@@ -22,12 +22,14 @@ from bot.discord_ui.community import (
 )
 from bot.discord_ui.components import MODAL_TEMPLATE, handled, route
 from bot.discord_ui.handlers import CardHandlers
+from bot.discord_ui.malformed import guard_interactions
 from bot.discord_ui.reminders import ReminderButton, ReminderService
-from bot.discord_ui.replies import apologise, bound_acknowledgements, reply
+from bot.discord_ui.replies import apologise, bound_acknowledgements, describe, reply
 from bot.engine.tutor import Tutor
 from bot.observability import HealthServer
 
 log = logging.getLogger(__name__)
+OUT_OF_DATE = "This {what} is out of date. Use **/review** or **/learn** for a card."
 
 
 def intents() -> discord.Intents:
@@ -53,6 +55,7 @@ class TutorClient:
         # Deck text comes from strangers: no message pings unless it names whom (reminders).
         options.setdefault("allowed_mentions", discord.AllowedMentions.none())
         super().__init__(intents=intents(), **options)
+        guard_interactions(self._connection)  # a malformed interaction must not stop the bot
         self.handlers = CardHandlers(tutor)
         self.community = Community(self.handlers)
         self.dev_guild_id = dev_guild_id
@@ -113,21 +116,30 @@ class TutorClient:
     async def on_interaction(self, interaction: discord.Interaction) -> None:
         """Code modals and the cards' components are answered by custom_id, so one shown
         before a restart works. A component no handler knows (an old rendering, a forged
-        id) is told so, never left without a reply."""
-        custom_id = (interaction.data or {}).get("custom_id", "")
+        id) is told so, never left without a reply. Their data is a dict with a str
+        custom_id: guard_interactions sends any other to on_malformed_interaction."""
         if interaction.type is discord.InteractionType.modal_submit:
-            match = re.fullmatch(MODAL_TEMPLATE, custom_id)
-            if match:
+            custom_id = interaction.data["custom_id"]
+            if match := re.fullmatch(MODAL_TEMPLATE, custom_id):
                 code = next(_field_values(interaction.data, "code"), "")
                 await handled(interaction, self.handlers.on_code_modal(
                     interaction, match["serve"], int(match["attempt"]), code))
+            else:
+                await reply(interaction, OUT_OF_DATE.format(what="form"))
         elif interaction.type is discord.InteractionType.component:
+            custom_id = interaction.data["custom_id"]
             if (call := route(interaction, custom_id)) is not None:
                 await call
             elif not any(re.fullmatch(item.__discord_ui_compiled_template__, custom_id)
                          for item in self._dynamic_items):
-                await reply(interaction, "This button is out of date. Use **/review** or "
-                                         "**/learn** for a card.")
+                await reply(interaction, OUT_OF_DATE.format(what="button"))
+
+    async def on_malformed_interaction(self, interaction: discord.Interaction) -> None:
+        """A component or modal without a str custom_id (malformed.guard_interactions)."""
+        log.warning("malformed interaction answered as out of date: %s data=%.200r",
+                    describe(interaction), interaction.data)
+        what = "form" if interaction.type is discord.InteractionType.modal_submit else "button"
+        await reply(interaction, OUT_OF_DATE.format(what=what))
 
     async def on_message(self, message: discord.Message) -> None:
         if message.author.bot or (message.guild and self.user not in message.mentions):
@@ -163,7 +175,7 @@ def make_bot(tutor: Tutor, *, shard_count: int | None = None,
 def _field_values(node, custom_id: str) -> Iterator[str]:
     """Values of modal fields with this custom_id, wherever the layout nests them."""
     if isinstance(node, dict):
-        if node.get("custom_id") == custom_id and "value" in node:
+        if node.get("custom_id") == custom_id and isinstance(node.get("value"), str):
             yield node["value"]
         for child in node.values():
             yield from _field_values(child, custom_id)

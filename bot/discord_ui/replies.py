@@ -70,7 +70,7 @@ async def reply(interaction: discord.Interaction, text: str, **kwargs) -> None:
 
 
 def describe(interaction: discord.Interaction) -> str:
-    data = interaction.data or {}
+    data = interaction.data if isinstance(interaction.data, dict) else {}  # forged: anything
     what = data.get("name") or data.get("custom_id") or interaction.type.name
     return (f"interaction={interaction.id} what={what!r} user={interaction.user.id} "
             f"guild={interaction.guild_id} channel={interaction.channel_id}")

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import socket
+import sys
 from pathlib import Path
 
 from bot.bench.offline_discord import InteractionRecord, OfflineDiscord
+from tests.helpers.paths import REPO
 
-__all__ = ["BotProcess", "InteractionRecord", "OfflineDiscord"]
+__all__ = ["STARTUP_S", "BotProcess", "InteractionRecord", "OfflineDiscord", "free_port",
+           "launch_tutor", "wait_for_log"]
+
+# Bounds for a hung bot only: the waits end as soon as the bot is up. A cold start (imports,
+# the sandbox's torch) took over 20 s on the 2-core CI box with another suite running.
+STARTUP_S = 120
 
 
 class BotProcess:
@@ -32,3 +41,33 @@ class BotProcess:
             except TimeoutError:
                 pass
         return await self.proc.wait()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+async def launch_tutor(server: OfflineDiscord, tmp_path, db_url: str,
+                       metrics_port: int) -> BotProcess:
+    """`tutor run` (python -m bot run) in its own process, logging to tmp_path/tutor.log."""
+    log = tmp_path / "tutor.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DISCORD_")}
+    env.update(DISCORD_TOKEN="offline-token", DISCORD_API_BASE_URL=server.api_base,
+               DISCORD_GATEWAY_URL=server.gateway_url, DATABASE_URL=db_url,
+               PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1", LOG_LEVEL="INFO",
+               METRICS_PORT=str(metrics_port))
+    with log.open("wb") as out:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bot", "run", cwd=tmp_path, env=env, stdout=out,
+            stderr=asyncio.subprocess.STDOUT)
+    return BotProcess(proc, log)
+
+
+async def wait_for_log(bot: BotProcess, text: str, timeout: float = 90.0) -> str:
+    """The bot's log once it contains `text` (a condition, bounded only for a hung bot)."""
+    async with asyncio.timeout(timeout):
+        while text not in (log := bot.log.read_text()):
+            await asyncio.sleep(0.05)
+    return log

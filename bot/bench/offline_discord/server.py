@@ -282,10 +282,11 @@ class OfflineDiscord(World):
     # ---- driving the bot: interactions -------------------------------------------------------
 
     async def _interact(self, user: dict, itype: int, data: dict, guild_id=None, channel_id=None,
-                        message: dict | None = None, timeout=5.0,
-                        wait=True) -> InteractionRecord:
+                        message: dict | None = None, timeout=5.0, wait=True,
+                        fields: dict | None = None) -> InteractionRecord:
         """Dispatch INTERACTION_CREATE and (unless `wait` is false) wait until the bot
-        called back."""
+        called back. `fields` replace the payload's own (None: the key left out), as a
+        broken or forged client's would."""
         guild_id = guild_id or (channel_id and self.channels[channel_id].get("guild_id"))
         if guild_id:
             channel = self.channels[channel_id or self.guilds[guild_id]["channels"][0]["id"]]
@@ -302,6 +303,11 @@ class OfflineDiscord(World):
                    "entitlements": [], "attachment_size_limit": 10 * 1024 * 1024, **ctx}
         if message is not None:
             payload["message"] = message
+        for key, value in (fields or {}).items():
+            if value is None:
+                payload.pop(key, None)
+            else:
+                payload[key] = value
         rec = InteractionRecord(self, payload["id"], token, itype, payload)
         self.interactions[token] = rec
         self.gateway.dispatch("INTERACTION_CREATE", payload)
@@ -354,6 +360,16 @@ class OfflineDiscord(World):
                     timeout=5.0, wait=True) -> InteractionRecord:
         data = {"custom_id": custom_id, "component_type": 2}
         return await self._component(user, message, data, timeout, wait)
+
+    async def malformed(self, user: dict, message: dict | InteractionRecord, itype: int = 3,
+                        wait=True, **fields) -> InteractionRecord:
+        """An interaction about `message` whose payload Discord's clients never send: the
+        given top-level `fields` replace its own (None: left out), e.g. `data={"custom_id":
+        12345}` or `data=None`."""
+        message = message.message if isinstance(message, InteractionRecord) else message
+        return await self._interact(user, itype, {}, message.get("guild_id"),
+                                    message["channel_id"], message=message, wait=wait,
+                                    fields=fields)
 
     async def select(self, user: dict, message: dict | InteractionRecord, custom_id: str,
                      values: list[str], timeout=5.0) -> InteractionRecord:
