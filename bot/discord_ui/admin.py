@@ -15,7 +15,8 @@ from discord import app_commands
 
 from bot.discord_ui.replies import reply
 
-IN_A_SERVER = "Use this in a server: it is about that server's settings and decks."
+IN_A_SERVER = "Use this in a server: {about}."
+SETTINGS_AND_DECKS = "it is about that server's settings and decks"
 MANAGE_SERVER = ("Only members with the **Manage Server** permission can use "
                  "**/{command}**. Nothing was changed.")
 
@@ -26,11 +27,12 @@ def admin_group(name: str, description: str) -> app_commands.Group:
         default_permissions=discord.Permissions(manage_guild=True))
 
 
-async def in_server(interaction: discord.Interaction) -> bool:
-    """False after telling the member to use a server (a forged DM)."""
+async def in_server(interaction: discord.Interaction,
+                    about: str = SETTINGS_AND_DECKS) -> bool:
+    """False after telling the member to use a server (a forged DM), and why (`about`)."""
     if interaction.guild_id is not None:
         return True
-    await reply(interaction, IN_A_SERVER)
+    await reply(interaction, IN_A_SERVER.format(about=about))
     return False
 
 

@@ -1,4 +1,8 @@
-"""Leaderboards, insights and the picture side of /stats."""
+"""Leaderboards, insights and the picture side of /stats.
+
+The board and the insights are a server's: from a DM (a forged client; Discord's own
+offers them in servers only) they say so and show nothing, since a DM has no server to
+scope them to (the insights' queries would cover every server)."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import discord
 from discord import app_commands
 
 from bot.discord_ui import charts, render
+from bot.discord_ui.admin import in_server
 from bot.discord_ui.components import handled
 from bot.discord_ui.handlers import CardHandlers
 from bot.discord_ui.replies import reply
@@ -19,6 +24,7 @@ from content.safe_text import literal
 
 PER_PAGE = 10
 INSIGHT_DAYS = 30
+ABOUT_THE_BOARD = "the board ranks that server's learners"
 
 
 class BoardButton(discord.ui.DynamicItem[discord.ui.Button],
@@ -102,6 +108,8 @@ class Community:
                                       await self.handlers.learner(interaction.user), PER_PAGE)
 
     async def leaderboard(self, interaction, period: str, page: int, image: bool) -> None:
+        if not await in_server(interaction, ABOUT_THE_BOARD):
+            return
         try:
             settings, result = await self._board(interaction, period, page)
         except TutorError as exc:
@@ -121,6 +129,8 @@ class Community:
                                                 files=files)
 
     async def on_board_page(self, interaction, period: str, page: int) -> None:
+        if not await in_server(interaction, ABOUT_THE_BOARD):
+            return
         try:
             settings, result = await self._board(interaction, period, page)
         except TutorError as exc:
@@ -131,6 +141,8 @@ class Community:
             view=board_view(period, result), attachments=[])
 
     async def insights(self, interaction) -> None:
+        if not await in_server(interaction, "it shows what that server's learners get wrong"):
+            return
         found = await self.handlers.db(self.boards.server_insights, interaction.guild_id,
                                        INSIGHT_DAYS)
         embed = discord.Embed(title=f"What this server gets wrong (last {INSIGHT_DAYS} days)",

@@ -6,9 +6,10 @@ from __future__ import annotations
 import io
 
 import discord
+import simcord.actors
 from matplotlib import image
 
-from tests.helpers.discord import final, learner_of, pick_and_submit
+from tests.helpers.discord import final, learner_of, pick_and_submit, still_showing
 from tests.helpers.paths import COMMUNITY_DECK
 from tests.helpers.records import record
 
@@ -142,3 +143,27 @@ async def test_a_review_button_for_a_deck_the_server_turned_off_says_so(world, a
     await admin.slash(channel, "deck disable", deck="gradient-accumulation")
     again = await ann.click(message, label="Review zero-grad")
     assert again.response.content == "That card is not in the decks played here."
+
+
+async def test_the_board_and_insights_from_a_dm_say_use_a_server(world, simcord_env, store,
+                                                                 monkeypatch):
+    """From a DM (a forged client: Discord's own offers them in servers only) they show no
+    server's standings or mistakes, and are no error either."""
+    guild, channel, ann, bob = world
+    seed_board(store, guild, [ann, bob])
+    card = (await bob.slash(channel, "learn")).response
+    await pick_and_submit(bob, card, {"method": "step"})  # a mistake /insights would show
+    monkeypatch.setattr(simcord.actors, "_check_command_access", lambda *args: None)
+    asked = [await ann.user.slash("leaderboard"), await ann.user.slash("insights"),
+             await ann.user.slash("leaderboard", period="season", page=2, image=True)]
+    # A board's page button, in a DM message as a forged client shows it.
+    mine = (await ann.user.slash("practice", topic="concept")).response
+    still_showing(mine, [{"type": 1, "components": [
+        {"type": 2, "style": 2, "label": "Next ▶", "custom_id": "srs:lb:week:1:next"}]}])
+    asked.append(await ann.user.click(mine, label="Next ▶"))
+    for result in asked:
+        assert result.ephemeral and not result.followups
+        message = result.response
+        assert message.content.startswith("Use this in a server: "), message.content
+        assert "that server's" in message.content
+        assert not message.embeds and not message.attachments
