@@ -1,8 +1,10 @@
 """A throwaway `redis-server` on loopback with the fleet's users, for benchmarks and tests.
 
-It runs Debian's `redis-server` (`apt-get install redis-server`) in a temporary folder with no
-persistence, the default user off, the two users of `broker.acl_rules` and an admin.
-`restart()` stops it and starts it again on the same port: the queue is lost, as after a crash.
+It runs Debian's `redis-server` (`apt-get install redis-server`) in a temporary folder, the
+default user off, the two users of `broker.acl_rules` and an admin; without persistence, or
+with append-only persistence (`appendonly=True`, compose's). `restart()` kills it and starts
+it again on the same port with its data gone, as after a crash without persistence;
+`restart(keep_data=True)` stops it gracefully and starts it again from its append-only log.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ def _free_port() -> int:
 
 
 class LocalRedis:
-    def __init__(self, *, tls: bool = False):
+    def __init__(self, *, tls: bool = False, appendonly: bool = False):
         binary = shutil.which("redis-server") or "/usr/bin/redis-server"
         if not Path(binary).exists():
             raise RuntimeError("redis-server is not installed (apt-get install redis-server)")
@@ -35,6 +37,7 @@ class LocalRedis:
         self.folder = Path(tempfile.mkdtemp(prefix="tutor-redis-"))
         self.port = _free_port()
         self.tls = tls
+        self.appendonly = appendonly
         self.bot_password = secrets.token_hex(12)
         self.host_password = secrets.token_hex(12)
         # An operator's user beside the fleet's, for tests and benchmarks to look inside.
@@ -81,7 +84,8 @@ class LocalRedis:
                    "--tls-ca-cert-file", str(self.folder / "cert.pem"),
                    "--tls-auth-clients", "no"] if self.tls else ["--port", str(self.port)])
         self.process = subprocess.Popen(
-            [self.binary, *listen, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            [self.binary, *listen, "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "yes" if self.appendonly else "no",
              "--dir", str(self.folder), "--aclfile", str(self.folder / "users.acl"),
              "--logfile", str(self.folder / "redis.log")],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -107,9 +111,15 @@ class LocalRedis:
             self.process.wait(30)
         self.process = None
 
-    def restart(self) -> None:
-        """A crash and a restart: everything in it is gone (no persistence)."""
-        self.stop(kill=True)
+    def restart(self, keep_data: bool = False) -> None:
+        """A crash and a restart with everything in it gone; or, with `keep_data`, a graceful
+        stop and a start that loads the append-only log again (`appendonly=True`)."""
+        if keep_data and not self.appendonly:
+            raise ValueError("only an append-only Redis keeps its data across a restart")
+        self.stop(kill=not keep_data)
+        if not keep_data:
+            shutil.rmtree(self.folder / "appendonlydir", ignore_errors=True)
+            (self.folder / "dump.rdb").unlink(missing_ok=True)
         (self.folder / "redis.log").unlink(missing_ok=True)
         self.start()
 

@@ -14,9 +14,13 @@ under one prefix (`tutor:sandbox:` by default):
     admit:epoch          a random mark: gone after a restart that lost the queue
     hosts:{pool}         hash: each live host's load, refreshed by the host
     hosts:reclaims:{pool} runs taken over from a host that stopped answering
+    answered:{rid}       a run's reply, kept by the host that answered it until the run's
+                         deadline has passed: a job that comes back (a log replayed without
+                         its acknowledgement) is answered from it, never run again
 
 The two users (`acl_rules`) each get only their part: the bot adds jobs and reads replies and
-hosts; a host reads and acknowledges jobs and writes replies. The jobs carry no secret.
+hosts; a host reads and acknowledges jobs, writes replies and its answers. The jobs carry no
+secret.
 """
 
 from __future__ import annotations
@@ -66,6 +70,9 @@ class Keys:
 
     def reclaims(self, pool: str) -> str:
         return f"{self.prefix}hosts:reclaims:{pool}"
+
+    def answered(self, rid: str) -> str:
+        return f"{self.prefix}answered:{rid}"
 
 
 @dataclass(frozen=True)
@@ -205,14 +212,21 @@ _BOT_COMMANDS = ("eval", "evalsha", "script|load", "set", "get", "del", "zadd", 
                  "xread", "hgetall", "ping", "hello", "auth")
 _HOST_COMMANDS = ("xreadgroup", "xack", "xautoclaim", "xpending", "xdel", "xgroup|create",
                   "xgroup|delconsumer", "xinfo|consumers", "xadd", "pexpire", "time", "hset",
-                  "hdel", "hgetall", "incrby", "multi", "exec", "discard", "ping", "hello",
-                  "auth")
+                  "hdel", "hgetall", "incrby", "set", "get", "ping", "hello", "auth")
+# The default user stays off (a connection that has not logged in can do nothing, and no one
+# can log in as it) but holds every permission: Redis replays its append-only log's
+# MULTI/EXEC blocks, and so every Lua script's writes, checking the default user's
+# permissions, and drops each one it denies, silently (redis#14541, in 7.0.15 and 7.2 among
+# others, until redis#14545; valkey#3983). A bare `user default off` loses every admission
+# and every transaction at each restart.
+DEFAULT_USER = "user default off ~* &* +@all"
 
 
 def acl_rules(bot_password: str, host_password: str, prefix: str = PREFIX) -> str:
-    """Redis's ACL file for the fleet: the default user off; the bot's user may admit runs,
-    add jobs, read replies and the hosts' load, and nothing else; the hosts' user may read,
-    claim and acknowledge jobs and write replies. `>password` lines: keep the file private."""
+    """Redis's ACL file for the fleet: the default user off (`DEFAULT_USER`); the bot's user
+    may admit runs, add jobs, read replies and the hosts' load, and nothing else; the hosts'
+    user may read, claim and acknowledge jobs, write replies and keep its answers.
+    `>password` lines: keep the file private."""
     def commands(names: tuple[str, ...]) -> str:
         return " ".join(f"+{name}" for name in names)
 
@@ -220,12 +234,12 @@ def acl_rules(bot_password: str, host_password: str, prefix: str = PREFIX) -> st
         if not password or any(c.isspace() for c in password):
             raise ValueError("each password must be non-empty, without spaces")
     return "\n".join([
-        "user default off",
+        DEFAULT_USER,
         f"user {BOT_USER} on >{bot_password} resetkeys ~{prefix}admit:* "
         f"%W~{prefix}jobs:* %R~{prefix}replies:* %R~{prefix}hosts:* resetchannels -@all "
         f"{commands(_BOT_COMMANDS)}",
         f"user {HOST_USER} on >{host_password} resetkeys ~{prefix}jobs:* "
-        f"%W~{prefix}replies:* ~{prefix}hosts:* resetchannels -@all "
+        f"%W~{prefix}replies:* ~{prefix}hosts:* ~{prefix}answered:* resetchannels -@all "
         f"{commands(_HOST_COMMANDS)}",
         "",
     ])

@@ -1,11 +1,15 @@
 """A sandbox host in a fleet: one consumer of its device pool's job stream (`broker`).
 
 The host takes a job only when it has a free slot, runs it through its `SandboxService`
-(jail, limits, verdict: the same as a single host), writes the reply to the stream of the
-bot process that sent it and only then acknowledges and deletes the job. A job whose host
-went silent past `claim_idle_s` is taken over by any host with a free slot and run once
-more; a run lost twice is answered as a crash. Every wait is bounded by the job's own
-deadline, so a Redis that goes away costs replies late, never a host that hangs.
+(jail, limits, verdict: the same as a single host), keeps its answer on record
+(`answered:{rid}`), writes the reply to the stream of the bot process that sent it and only
+then acknowledges and deletes the job. A job whose host went silent past `claim_idle_s` is
+taken over by any host with a free slot and run once more; a run lost twice is answered as
+a crash. Each run runs once: a job whose answer is on record (one that Redis brought back,
+replaying its log) is answered from the record, and a copy of a run this host is running
+(sent again after Redis lost its data) waits for that run's verdict. Every wait is bounded
+by the job's own deadline, so a Redis that goes away costs replies late, never a host that
+hangs.
 """
 
 from __future__ import annotations
@@ -17,9 +21,10 @@ import logging
 import os
 import secrets
 import socket
+import time
 
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import NoPermissionError, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from bot.sandbox.broker import GROUP, Clock, FleetTiming, Keys, entry_ms, live_hosts
@@ -28,6 +33,7 @@ from bot.sandbox.protocol import encode, failed
 log = logging.getLogger("sandbox.fleet")
 LOST_TWICE = "the sandbox crashed while running this code"
 REPLIES_KEPT = 1000  # per bot process; replies are read within milliseconds
+REPEAT_S = 60.0  # a lasting problem is said again at most this often
 
 
 class FleetHost:
@@ -41,7 +47,10 @@ class FleetHost:
         self.name = name or f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
         self.clock = Clock()
         self.running: set[asyncio.Task] = set()
+        self.runs = 0  # runs this host has started in its service
+        self._first_copy: dict[str, asyncio.Future] = {}  # rid -> the run's result
         self._next_claim = 0.0
+        self._unguarded_said = -REPEAT_S
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -121,13 +130,10 @@ class FleetHost:
             self.jobs, GROUP, self.name, int(self.timing.claim_idle_s * 1000), "0-0", count=1)
         if deleted:  # trimmed while their host was silent: nothing to run
             await self.redis.xack(self.jobs, GROUP, *deleted)
-        for entry_id, fields in entries:
+        for entry_id, fields in entries:  # counted as a takeover once it is run (`_handle`)
             pending = await self.redis.xpending_range(self.jobs, GROUP, entry_id, entry_id, 1)
             deliveries = pending[0]["times_delivered"] if pending else 2
-            await self.redis.incr(self.keys.reclaims(self.pool))
-            log.warning("took over run %s from a silent host (delivery %d)", entry_id,
-                        deliveries)
-            return entry_id, fields, deliveries
+            return entry_id, fields, max(deliveries, 2)
         return None
 
     # -- one job -------------------------------------------------------------------------
@@ -139,6 +145,7 @@ class FleetHost:
             log.exception("run %s failed on this host", entry_id)
 
     async def _handle(self, entry_id: str, fields: dict, deliveries: int) -> None:
+        """One job: answered from the record, or run (`deliveries` > 1: taken over)."""
         try:
             rid, bot = fields["rid"], fields["reply_to"]
             deadline_ms = entry_ms(entry_id) + int(fields["patience_ms"])
@@ -149,35 +156,102 @@ class FleetHost:
             log.error("dropped a malformed job %s", entry_id)
             await self._settle(entry_id, None, deadline_ms=self.clock.now_ms() + 10_000)
             return
+        answer = await self._on_record(rid, deadline_ms)
+        if answer is not None:  # run already (its acknowledgement lost): not run again
+            log.info("run %s (%s) was answered already: its answer sent again", entry_id, rid)
+            await self._settle(entry_id, (bot, rid, answer), deadline_ms, record=False)
+            return
+        if deliveries > 1:
+            with contextlib.suppress(RedisError, OSError):
+                await self.redis.incr(self.keys.reclaims(self.pool))
+            log.warning("took over run %s from a silent host (delivery %d)", entry_id,
+                        deliveries)
         if deliveries > 2:
             result = failed(LOST_TWICE, "lost")
         elif self.clock.now_ms() + self.service.limits.wall_s * 1000 > deadline_ms:
             result = None  # its bot gives up before this could finish: do not run it
         else:
-            # Per run, not per learner: the bots' admission already holds one run per
-            # learner across the fleet, and a run sent again must not wait on itself.
-            result = await self.service.execute(request, f"run:{rid}")
-        await self._settle(entry_id, None if result is None else (bot, rid, result),
-                           deadline_ms)
+            await self._run_once(rid, request, entry_id, bot, deadline_ms)
+            return
+        await self._settle(entry_id, None if result is None else (
+            bot, rid, encode(result).decode()), deadline_ms)
 
-    async def _settle(self, entry_id: str, reply: tuple[str, str, dict] | None,
-                      deadline_ms: int) -> None:
-        """Write the reply, then acknowledge and delete the job, in one transaction; keep
-        trying while the reply can still be of use."""
+    async def _run_once(self, rid: str, request: dict, entry_id: str, bot: str,
+                        deadline_ms: int) -> None:
+        """Run it and answer; a copy of a run this host is still running or answering (its
+        bot sent it again after Redis lost its data) gets that run's answer instead."""
+        first = self._first_copy.get(rid)
+        if first is not None:
+            log.info("run %s (%s) came again while this host runs it: it gets that verdict",
+                     entry_id, rid)
+            try:
+                answer = await asyncio.shield(first)
+            except asyncio.CancelledError:
+                if not first.cancelled():
+                    raise
+                return  # the first copy came to no answer here: this one stays pending
+            await self._settle(entry_id, (bot, rid, answer), deadline_ms, record=False)
+            return
+        self.runs += 1
+        first = self._first_copy[rid] = asyncio.get_running_loop().create_future()
+        try:
+            # Per run, not per learner: the bots' admission already holds one run per
+            # learner across the fleet.
+            answer = encode(await self.service.execute(request, f"run:{rid}")).decode()
+            first.set_result(answer)
+            await self._settle(entry_id, (bot, rid, answer), deadline_ms)
+        finally:
+            if not first.done():
+                first.cancel()  # copies waiting on it stay pending: another host runs them
+            del self._first_copy[rid]
+
+    async def _on_record(self, rid: str, deadline_ms: int) -> str | None:
+        """The run's answer, when some host has answered it already."""
         while True:
             try:
-                pipe = self.redis.pipeline(transaction=True)
+                return await self.redis.get(self.keys.answered(rid))
+            except NoPermissionError as exc:  # an ACL file older than `answered:*`
+                self._unguarded(exc)
+                return None
+            except (RedisConnectionError, RedisTimeoutError, OSError):
+                if self.clock.now_ms() > deadline_ms:
+                    return None  # too late to run it anyway
+                await asyncio.sleep(0.5)
+
+    def _unguarded(self, exc: BaseException) -> None:
+        if time.monotonic() - self._unguarded_said >= REPEAT_S:
+            self._unguarded_said = time.monotonic()
+            log.error("Redis denies this host its answers on record (%s): runs are answered "
+                      "but not guarded against a replayed log; write the ACL file anew with "
+                      "`tutor sandbox acl` and restart Redis", str(exc).splitlines()[0])
+
+    async def _settle(self, entry_id: str, reply: tuple[str, str, str] | None,
+                      deadline_ms: int, record: bool = True) -> None:
+        """Keep the answer on record, write the reply, acknowledge and delete the job: four
+        plain commands in that order, never a MULTI (a Redis that drops transactions from
+        the log it replays, redis#14541, brings each one back): whichever of them a crash
+        or a replay keeps, the run is never run again. Keep trying while the reply can
+        still be of use."""
+        while True:
+            try:
+                pipe = self.redis.pipeline(transaction=False)
                 if reply is not None:
-                    bot, rid, result = reply
+                    bot, rid, answer = reply
+                    if record:  # until no bot waits for it (Redis's clock: every host's)
+                        keep_ms = deadline_ms - self.clock.now_ms()
+                        pipe.set(self.keys.answered(rid), answer, nx=True,
+                                 px=max(keep_ms, 0) + int(self.timing.claim_idle_s * 1000))
                     replies = self.keys.replies(bot)
-                    pipe.xadd(replies, {"rid": rid, "result": encode(result).decode()},
+                    pipe.xadd(replies, {"rid": rid, "result": answer},
                               maxlen=REPLIES_KEPT, approximate=True)
                     pipe.pexpire(replies, int(self.timing.reply_ttl_s * 1000))
                 pipe.xack(self.jobs, GROUP, entry_id)
                 pipe.xdel(self.jobs, entry_id)
                 for outcome in await pipe.execute(raise_on_error=False):
+                    if isinstance(outcome, NoPermissionError):
+                        self._unguarded(outcome)
                     # NOGROUP: the queue went with a Redis restart; the reply still went.
-                    if isinstance(outcome, Exception) and "NOGROUP" not in str(outcome):
+                    elif isinstance(outcome, Exception) and "NOGROUP" not in str(outcome):
                         log.error("answering run %s: %s", entry_id, outcome)
                 return
             except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
@@ -196,7 +270,7 @@ class FleetHost:
                 now = self.clock.now_ms()
                 info = self.service.info()
                 await self.redis.hset(hosts, self.name, json.dumps({
-                    "seen_ms": now, "in_flight": len(self.running),
+                    "seen_ms": now, "in_flight": len(self.running), "runs": self.runs,
                     "slots": self.service.admission.slots, "runs_code": info["runs_code"],
                     "gpu": info["gpu"], "cgroups": info["cgroups"],
                     "memory_limited": info["memory_limited"]}))

@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 from bot.bench.local_redis import LocalRedis
 from bot.sandbox.broker import FleetTiming, connect
@@ -37,15 +38,23 @@ class Host:
 
     def __init__(self, redis: LocalRedis, *, pool: str = "cpu", parallel: int = 2,
                  limits: Limits = TEST_LIMITS, fleet: dict | None = None,
-                 environment: dict | None = None):
+                 environment: dict | None = None, url: str | None = None,
+                 log: Path | None = None):
+        """`url`: the broker's address (the hosts' user's by default); `log`: a file that
+        receives the host's stderr (its log lines)."""
+        if log is not None:
+            stderr = log.open("ab")
+        else:
+            stderr = None if os.environ.get("FLEET_HOST_LOGS") else subprocess.DEVNULL
         self.process = subprocess.Popen(
             [sys.executable, "-m", "bot.sandbox.service", "--pool", pool,
              "--parallel", str(parallel), "--limits", json.dumps(dataclasses.asdict(limits)),
              "--fleet", json.dumps({**FLEET, **(fleet or {})})],
-            cwd=REPO, start_new_session=True, stdout=subprocess.DEVNULL,
-            stderr=None if os.environ.get("FLEET_HOST_LOGS") else subprocess.DEVNULL,
+            cwd=REPO, start_new_session=True, stdout=subprocess.DEVNULL, stderr=stderr,
             env={**(environment or {}), "PATH": os.environ["PATH"], "PYTHONPATH": str(REPO),
-                 "OMP_NUM_THREADS": "1", "SANDBOX_BROKER": redis.host_url})
+                 "OMP_NUM_THREADS": "1", "SANDBOX_BROKER": url or redis.host_url})
+        if log is not None:
+            stderr.close()  # the host has its own copy
 
     @property
     def pid(self) -> int:
