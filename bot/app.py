@@ -118,7 +118,8 @@ def start_sandbox(tutor: Tutor, address: str | None = None,
                   allow_unbounded_memory: bool = False) -> BackgroundSandbox | None:
     """Code cards are served only when their answers can be judged, under a memory limit
     (or the operator's explicit opt-in). The sandbox client lives on its own loop thread,
-    so its I/O never waits on the gateway's loop."""
+    so its I/O never waits on the gateway's loop. A fleet's Redis that does not answer yet
+    is tried again in the background: code cards come on when it answers."""
     sandbox = BackgroundSandbox(client_for(address,
                                            allow_unbounded_memory=allow_unbounded_memory))
     try:
@@ -135,8 +136,12 @@ def start_sandbox(tutor: Tutor, address: str | None = None,
     tutor.code_judge = SandboxJudge(sandbox.client, sandbox.loop)
     if hasattr(sandbox.client, "stats"):  # a fleet: its queue and hosts on /metrics
         sandbox.keep_running(poll_fleet(sandbox.client))
-    log.info("code sandbox ready (%s)",
-             redacted(address) if address else f"worker pid {sandbox.client.service_pid}")
+    if not tutor.code_judge.available:
+        log.warning("code cards are off until the sandbox broker answers (%s)",
+                    redacted(address))
+    else:
+        log.info("code sandbox ready (%s)",
+                 redacted(address) if address else f"worker pid {sandbox.client.service_pid}")
     return sandbox
 
 

@@ -53,6 +53,7 @@ for _cause in UNJUDGED:
     SANDBOX_UNJUDGED.labels(cause=_cause)
 LAG_TICK_S = 0.01
 FLEET_POLL_S = 3.0  # how often the sandbox's loop asks Redis for the fleet's numbers
+FLEET_STALE_S = 60.0  # a look older than this (a poll stuck on Redis) is itself a problem
 
 log = logging.getLogger(__name__)
 
@@ -115,10 +116,15 @@ def record_unjudged(cause: str) -> None:
 
 class FleetCollector:
     """The sandbox fleet's numbers at scrape time, from the last look `poll_fleet` took:
-    a scrape never waits on Redis. No look (no fleet, or Redis away): no fleet metrics."""
+    a scrape never waits on Redis. No fleet: no fleet metrics. Redis away: the broker is
+    down, no runs and no live hosts (zeros, not gaps), and the takeovers last counted."""
 
     def __init__(self):
         self.snapshot = None  # a FleetStats, replaced whole on the sandbox loop's thread
+        self.taken_at = 0.0  # time.monotonic() of that look
+
+    def update(self, stats) -> None:
+        self.snapshot, self.taken_at = stats, time.monotonic()
 
     def describe(self):
         return self._families()
@@ -126,8 +132,31 @@ class FleetCollector:
     def collect(self):
         return self._families(self.snapshot) if self.snapshot is not None else []
 
+    def health(self) -> dict | None:
+        """The fleet for /healthz (None without one): Redis, live hosts per pool, and why
+        it is degraded, if it is (`reasons`)."""
+        stats = self.snapshot
+        if stats is None:
+            return None
+        age = time.monotonic() - self.taken_at
+        reasons = []
+        if not stats.up:
+            reasons.append(f"redis: {stats.problem or 'unreachable'}")
+        elif not stats.live.get("cpu"):
+            reasons.append("no live sandbox host in pool cpu: code answers are refused")
+        if age > FLEET_STALE_S:
+            reasons.append(f"no look at the fleet for {age:.0f} s")
+        return {"redis": "reachable" if stats.up else "unreachable",
+                "hosts": dict(sorted(stats.live.items())),
+                "queue": dict(sorted(stats.queue.items())), "reasons": reasons}
+
     @staticmethod
     def _families(stats=None):
+        up = GaugeMetricFamily("tutor_sandbox_broker_up",
+                               "1 while the fleet's Redis answers this bot, else 0")
+        live = GaugeMetricFamily("tutor_sandbox_live_hosts",
+                                 "Sandbox hosts heard from lately, per device pool",
+                                 labels=["pool"])
         queue = GaugeMetricFamily("tutor_sandbox_queue_depth",
                                   "Runs waiting or running in the fleet, per device pool",
                                   labels=["pool"])
@@ -138,13 +167,16 @@ class FleetCollector:
                                        "Runs taken over from a silent host, fleet-wide",
                                        labels=["pool"])
         if stats is not None:
+            up.add_metric([], 1 if stats.up else 0)
+            for pool, count in sorted(stats.live.items()):
+                live.add_metric([pool], count)
             for pool, depth in sorted(stats.queue.items()):
                 queue.add_metric([pool], depth)
             for (pool, host), runs in sorted(stats.in_flight.items()):
                 in_flight.add_metric([pool, host], runs)
             for pool, total in sorted(stats.reclaims.items()):
                 reclaims.add_metric([pool], total)
-        return [queue, in_flight, reclaims]
+        return [up, live, queue, in_flight, reclaims]
 
 
 FLEET = FleetCollector()
@@ -152,19 +184,17 @@ REGISTRY.register(FLEET)
 
 
 async def poll_fleet(client) -> None:
-    """Keep `FLEET.snapshot` fresh from `client.stats()` (a FleetClient's), on the sandbox's
-    own loop. When Redis cannot answer the snapshot goes: stale numbers are worse than none."""
-    failing = False
+    """Keep `FLEET` fresh from `client.stats()` (a FleetClient's, which never raises: Redis
+    away is a look that says so), on the sandbox's own loop."""
+    me = asyncio.current_task()
     try:
-        while True:
+        # A cancellation that lands inside the Redis client can come back as a connection
+        # error, which the look survives: the task's own count says it was cancelled.
+        while not me.cancelling():
             try:
-                FLEET.snapshot = await client.stats()
-                failing = False
-            except Exception as exc:  # noqa: BLE001 - a poller that died would stay silent
-                FLEET.snapshot = None
-                log.log(logging.DEBUG if failing else logging.WARNING,
-                        "no fleet metrics: %s", exc)
-                failing = True
+                FLEET.update(await client.stats())
+            except Exception:  # noqa: BLE001 - a poller that died would stay silent
+                log.exception("no look at the sandbox fleet")
             await asyncio.sleep(FLEET_POLL_S)
     finally:
         FLEET.snapshot = None
@@ -177,8 +207,12 @@ def record_reminders(report) -> None:
 
 
 class HealthServer:
-    """`/healthz` (200 while the gateway is connected and the database answers, else 503)
-    and `/metrics` on a local port."""
+    """`/healthz` and `/metrics` on a local port. Health is 503 ("unhealthy") when the
+    gateway is not connected or the database does not answer: the bot serves nobody, and
+    a restart may help. With a sandbox fleet whose Redis is away or whose cpu pool has no
+    live host, it stays 200 but says "degraded", with the reasons: the bot serves every
+    card but code answers (which are refused, costing no attempt), and restarting the bot
+    would not bring Redis or a host back. Alert on `status` or on the fleet's metrics."""
 
     def __init__(self, checks: dict[str, Callable[[], bool]],
                  latency: Callable[[], float] | None = None):
@@ -201,8 +235,13 @@ class HealthServer:
             except Exception:  # noqa: BLE001 - a failing check is an unhealthy answer
                 results[name] = False
         healthy = all(results.values())
-        body = {"status": "ok" if healthy else "unhealthy", "checks": results,
+        fleet = FLEET.health()
+        status = "unhealthy" if not healthy else (
+            "degraded" if fleet and fleet["reasons"] else "ok")
+        body = {"status": status, "checks": results,
                 "uptime_s": round(time.monotonic() - self.started, 1)}
+        if fleet is not None:
+            body["fleet"] = fleet
         return web.json_response(body, status=200 if healthy else 503)
 
     async def metrics(self, request: web.Request) -> web.Response:

@@ -71,6 +71,11 @@ def queued(pool: str = "cpu") -> float | None:
     return float(found.group(1)) if found else None
 
 
+def gauge(name: str, labels: str = "") -> float | None:
+    found = re.search(rf'^{name}{labels} (\S+)$', scrape(), re.M)
+    return float(found.group(1)) if found else None
+
+
 def refusals(reason: str) -> float:
     found = re.search(rf'tutor_sandbox_refusals_total{{reason="{reason}"}} (\S+)', scrape())
     return float(found.group(1)) if found else 0.0
@@ -83,6 +88,9 @@ def run(sandbox, code: str, learner: str):
 
 async def test_queue_in_flight_and_refusals_are_on_metrics(sandbox, host, tutor,
                                                            mini_library):
+    await wait_until(lambda: gauge("tutor_sandbox_live_hosts", '{pool="cpu"}') == 1,
+                     timeout_s=120, what="the host's first report")  # it imports torch
+    assert gauge("tutor_sandbox_broker_up") == 1
     result = await run(sandbox, "print(6 * 7)", "metrics:one")
     assert result.stdout == "42\n"
     # A look taken after the run: nothing queued, nothing in hand (a look may be older).
@@ -102,25 +110,39 @@ async def test_queue_in_flight_and_refusals_are_on_metrics(sandbox, host, tutor,
     assert (await first).status == "ok"
 
 
-async def test_a_stopped_host_leaves_metrics(sandbox, host):
-    # Last in this module: it stops the module's host.
-    await wait_until(lambda: in_flight(host.pid) is not None, what="the host's gauge")
+async def test_zeros_not_gaps_while_redis_is_away(sandbox, redis, host, caplog):
+    await wait_until(lambda: gauge("tutor_sandbox_live_hosts", '{pool="cpu"}') == 1,
+                     timeout_s=120, what="the host's report")
+    reclaims = gauge("tutor_sandbox_reclaims_total", '{pool="cpu"}')
+    redis.stop(kill=True)
+    try:
+        await wait_until(lambda: gauge("tutor_sandbox_broker_up") == 0, what="broker down")
+        assert gauge("tutor_sandbox_live_hosts", '{pool="cpu"}') == 0
+        assert queued() == 0 and queued("cuda") == 0
+        assert in_flight(host.pid) is None
+        # A counter never drops (rate() would read a reset): the last count stands.
+        assert gauge("tutor_sandbox_reclaims_total", '{pool="cpu"}') == reclaims
+        assert "cannot reach Redis" in caplog.text
+        assert not sandbox.client.available
+    finally:
+        redis.start()
+    await wait_until(lambda: gauge("tutor_sandbox_broker_up") == 1, what="broker back")
+    await wait_until(lambda: gauge("tutor_sandbox_live_hosts", '{pool="cpu"}') == 1,
+                     timeout_s=60, what="the host back in the pool")
+    assert "Redis answers again" in caplog.text
+
+
+async def test_a_stopped_host_leaves_metrics(sandbox, host, caplog):
+    # Last but one in this module: it stops the module's host.
+    await wait_until(lambda: in_flight(host.pid) is not None, timeout_s=120,
+                     what="the host's gauge")
     host.terminate()
     await asyncio.to_thread(host.wait, 30)
     await wait_until(lambda: in_flight(host.pid) is None, what="the host's line to go")
     assert queued() == 0
-
-
-async def test_no_fleet_numbers_while_redis_is_away(sandbox, redis, caplog):
-    await wait_until(lambda: queued() is not None, what="a snapshot")
-    redis.stop(kill=True)
-    try:
-        await wait_until(lambda: queued() is None,
-                         what="the stale numbers to go")
-        assert "no fleet metrics" in caplog.text
-    finally:
-        redis.start()
-    await wait_until(lambda: queued() is not None, what="them back")
+    assert gauge("tutor_sandbox_live_hosts", '{pool="cpu"}') == 0
+    await wait_until(lambda: "left pool cpu" in caplog.text, what="the log line")
+    assert "no live sandbox host in pool cpu" in caplog.text
 
 
 async def test_no_fleet_metrics_once_the_sandbox_stops(sandbox, redis):

@@ -31,14 +31,16 @@ def _read_source(path: str):
 
 def _sandboxed(code: str, **options):
     """Run one submission on the shared sandbox service (SANDBOX_ADDRESS), or on a service
-    of our own started for it: a RunResult."""
+    of our own started for it: a RunResult. A sandbox that cannot be reached (Redis away,
+    a wrong password, no socket) or a run it could not judge through no fault of the code
+    ends the command: one line on stderr, exit 2."""
     import asyncio
     import getpass
 
     from bot.cli.common import load_settings
     from bot.sandbox.client import SandboxBusy
-    from bot.sandbox.fleet_client import client_for
-    from bot.sandbox.protocol import RunResult, busy
+    from bot.sandbox.fleet_client import BrokerUnavailable, FleetClient, client_for
+    from bot.sandbox.protocol import UNJUDGED, RunResult, busy
 
     settings = load_settings()
 
@@ -46,7 +48,10 @@ def _sandboxed(code: str, **options):
         # The shared service when there is one: a run (~0.1 s), not a torch import (~5 s).
         client = client_for(settings.sandbox_address,
                             allow_unbounded_memory=settings.sandbox_allow_unbounded_memory)
-        await client.start()
+        if isinstance(client, FleetClient):
+            await client.start(keep_trying=False)  # one try: this command runs once
+        else:
+            await client.start()
         try:
             # One run at a time per user of this machine, as for a learner on Discord.
             return await client.run(code, learner=f"cli:{getpass.getuser()}", **options)
@@ -55,7 +60,23 @@ def _sandboxed(code: str, **options):
         finally:
             await client.stop()
 
-    return asyncio.run(once())
+    try:
+        result = asyncio.run(once())
+    except BrokerUnavailable as exc:
+        _give_up(f"the sandbox cannot be reached: {exc}")
+    except OSError as exc:  # a shared service's socket that is not there, or refuses us
+        _give_up(f"the sandbox cannot be reached at {settings.sandbox_address}: "
+                 f"{exc.strerror or exc}")
+    if result.unjudged is not None:
+        detail = result.error or result.stderr
+        _give_up(f"the code was not judged: {UNJUDGED[result.unjudged]}"
+                 + (f" ({detail})" if detail else ""))
+    return result
+
+
+def _give_up(message: str) -> None:
+    print(f"tutor: {message}", file=sys.stderr)
+    sys.exit(2)
 
 
 def cmd_sandbox_run(args) -> int:

@@ -80,6 +80,12 @@ class SandboxJudge:
         self.client, self.loop = client, loop
         self.device, self.timeout_s = device, timeout_s
 
+    @property
+    def available(self) -> bool:
+        """Whether code can be judged now (a fleet's Redis answers): code cards are served
+        only then, and come back by themselves when it does again."""
+        return getattr(self.client, "available", True)
+
     def __call__(self, card: CodeCard, code: str, learner: object = None) -> CodeReport:
         return report_from(self._result(
             code, learner=None if learner is None else str(learner), mode="check",

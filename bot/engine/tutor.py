@@ -115,9 +115,11 @@ class Tutor:
         `deck_id` when given)."""
         if decks is None and deck_id is None:
             decks = self.decks.bundled.decks
+        # A judge can be away for a while (a fleet whose Redis does not answer).
+        judges = self.code_judge is not None and getattr(self.code_judge, "available", True)
         return [
             card for card in self.library.cards(deck_id)
-            if (self.code_judge or not isinstance(card, CodeCard))
+            if (judges or not isinstance(card, CodeCard))
             and (topic is None or topic in card.topics)
             and (decks is None or self.library.deck_of(card.id).id in decks)
         ]

@@ -5,7 +5,10 @@ flight and a few a minute whichever bot process (shard) they click in, and a poo
 is bounded for the whole fleet. Replies come back on this process's own stream; the first
 reply for a run is kept. Every run is answered by its deadline: a Redis that restarted and
 lost the queue gets the runs this process was waiting for once more; a Redis that cannot be
-reached refuses new runs with a message the learner can act on.
+reached refuses new runs at once with a message the learner can act on, and so does a pool
+with no live host (none has beaten for three heartbeats), whose waiting runs are answered
+then too. A Redis that is away (or refuses our user) when the bot starts is tried again
+and again, in the background, until it answers (`BrokerLink` tells the operator).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import logging
 import secrets
 from collections import Counter
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from redis.exceptions import RedisError
 
@@ -33,13 +37,21 @@ from bot.sandbox.broker import (
     is_broker,
     job_fields,
     live_hosts,
+    redacted,
 )
+from bot.sandbox.broker_link import BrokerLink
 from bot.sandbox.client import SandboxBusy, SandboxClient
 from bot.sandbox.protocol import Limits, RunResult, ServiceInfo, busy, decode, failed
 
 log = logging.getLogger(__name__)
 UNREACHABLE = "The code runner cannot be reached right now; try again in a minute."
+NO_HOST = "No code runner is up right now; try again in a minute."
 HOSTS_FRESH_S = 5.0  # how long a look at the hosts' load is reused
+
+
+class BrokerUnavailable(Exception):
+    """Redis could not be reached, or refused our user (`start(keep_trying=False)`); the
+    message is one line for whoever runs the command."""
 
 
 def client_for(address: str | None, **options):
@@ -64,11 +76,15 @@ class _Run:
 
 @dataclass
 class FleetStats:
-    """What the fleet looks like from here, for /metrics."""
+    """What the fleet looks like from here, for /metrics and /healthz. When Redis does not
+    answer: `up` false with the problem, no runs and no hosts, the last reclaims seen."""
 
     queue: dict[str, int] = field(default_factory=dict)  # per pool: waiting or running
     in_flight: dict[tuple[str, str], int] = field(default_factory=dict)  # (pool, host)
     reclaims: dict[str, int] = field(default_factory=dict)  # per pool, since Redis began
+    live: dict[str, int] = field(default_factory=dict)  # per pool: hosts heard from lately
+    up: bool = True
+    problem: str | None = None
 
 
 class FleetClient:
@@ -95,19 +111,44 @@ class FleetClient:
         self._stopping = False
         self._epoch: str | None = None
         self._hosts: tuple[float, dict] = (0.0, {})
+        self._seen: dict[str, set[str]] = {}  # the live hosts of the last look, per pool
+        self._reclaims: dict[str, int] = {}  # the last count seen (a counter never drops)
+        self.link = BrokerLink(f"sandbox broker {redacted(address)}",
+                               urlsplit(address).username, log)
 
     # -- connection ----------------------------------------------------------------------
 
-    async def start(self) -> ServiceInfo:
-        """Reach Redis as the bot's user (a wrong password fails here) and return what the
-        live hosts say of themselves."""
+    @property
+    def available(self) -> bool:
+        """Whether Redis answered us lately: code cards are served only while it does."""
+        return self.link.up
+
+    async def start(self, keep_trying: bool = True) -> ServiceInfo:
+        """Reach Redis as the bot's user and return what the live hosts say of themselves.
+        A Redis that is away or refuses us is tried again in the background until it
+        answers (runs are refused meanwhile); `keep_trying=False` raises BrokerUnavailable
+        instead (a command that runs once)."""
+        self._stopping = False
         self.redis = connect(self.address)
         self._admit = self.redis.register_script(ADMIT)
         self._release = self.redis.register_script(RELEASE)
-        await self.clock.sync(self.redis)
-        self._epoch = await self._current_epoch()
-        self._reader = asyncio.create_task(self._read_replies())
+        try:
+            await self._reach()
+        except (RedisError, OSError) as exc:
+            said = self.link.failed(exc)
+            if not keep_trying:
+                with contextlib.suppress(RedisError, OSError):
+                    await self.redis.aclose()
+                raise BrokerUnavailable(said) from None
+        self._reader = asyncio.create_task(self._read_replies(lost=not self.link.up))
         return await self.info()
+
+    async def _reach(self) -> None:
+        await self.clock.sync(self.redis)
+        epoch = await self._current_epoch()
+        if self._epoch is None:
+            self._epoch = epoch
+        self.link.ok()
 
     async def stop(self) -> None:
         self._stopping = True
@@ -142,12 +183,31 @@ class FleetClient:
         hosts = {pool: live_hosts(await self.redis.hgetall(self.keys.hosts(pool)), now,
                                   self.timing.heartbeat_s)[0] for pool in POOLS}
         self._hosts = (loop.time(), hosts)
+        self._note_hosts(hosts)
         return hosts
+
+    def _note_hosts(self, hosts: dict[str, dict[str, dict]]) -> None:
+        """Tell the operator which hosts joined or left each pool since the last look."""
+        for pool, reports in hosts.items():
+            now, before = set(reports), self._seen.get(pool, set())
+            for name in sorted(now - before):
+                log.info("sandbox host %s joined pool %s (%d live)", name, pool, len(now))
+            for name in sorted(before - now):
+                log.warning("sandbox host %s left pool %s (%d live)", name, pool, len(now))
+            if before and not now:
+                log.error("no live sandbox host in pool %s: its code answers are refused "
+                          "until one reports", pool)
+            self._seen[pool] = now
 
     async def info(self) -> ServiceInfo:
         """Code runs when any live host runs it, or when no host has reported yet (they
-        start beside the bots and take the queue when they come)."""
-        reports = [r for pool in (await self.hosts()).values() for r in pool.values()]
+        start beside the bots and take the queue when they come), or Redis is away."""
+        try:
+            hosts = await self.hosts() if self.link.up else {}
+        except (RedisError, OSError) as exc:
+            self.link.failed(exc)
+            hosts = {}
+        reports = [r for pool in hosts.values() for r in pool.values()]
         runs_code = any(r.get("runs_code") for r in reports) if reports else True
         limited = [r.get("memory_limited") for r in reports]
         return ServiceInfo(runs_code=runs_code,
@@ -156,13 +216,26 @@ class FleetClient:
                            slots=sum(int(r.get("slots") or 0) for r in reports) or None)
 
     async def stats(self) -> FleetStats:
+        """The fleet's numbers now; never raises (Redis away: `up` false, zeros)."""
         stats = FleetStats()
-        for pool in POOLS:
-            stats.queue[pool] = await self.redis.xlen(self.keys.jobs(pool))
-            stats.reclaims[pool] = int(await self.redis.get(self.keys.reclaims(pool)) or 0)
-        for pool, reports in (await self.hosts(fresh=True)).items():
-            for name, report in reports.items():
-                stats.in_flight[(pool, name)] = int(report.get("in_flight") or 0)
+        try:
+            for pool in POOLS:
+                stats.queue[pool] = await self.redis.xlen(self.keys.jobs(pool))
+                stats.reclaims[pool] = int(await self.redis.get(self.keys.reclaims(pool))
+                                           or 0)
+            for pool, reports in (await self.hosts(fresh=True)).items():
+                stats.live[pool] = len(reports)
+                for name, report in reports.items():
+                    stats.in_flight[(pool, name)] = int(report.get("in_flight") or 0)
+        except (RedisError, OSError) as exc:
+            self.link.failed(exc)
+            self._note_hosts({pool: {} for pool in POOLS})
+            return FleetStats(queue=dict.fromkeys(POOLS, 0), live=dict.fromkeys(POOLS, 0),
+                              reclaims=dict(self._reclaims), up=False,
+                              problem=self.link.problem)
+        self._reclaims = dict(stats.reclaims)
+        stats.problem = self.link.problem
+        stats.up = self.link.up
         return stats
 
     # -- submissions ---------------------------------------------------------------------
@@ -173,8 +246,10 @@ class FleetClient:
         """Run code on the fleet; raise SandboxBusy when not admitted (or Redis is away)."""
         loop = asyncio.get_running_loop()
         rid = f"{self.bot}-{next(self._serial)}"
+        if not self.link.up:  # refused at once: the reader tries Redis again meanwhile
+            raise self._refuse("unreachable", UNREACHABLE)
         try:
-            pool = "cuda" if device == "cuda" and (await self.hosts())["cuda"] else "cpu"
+            pool = await self._pool(device)
             key = _learner_key(learner) if learner is not None else rid
             submission = {"code": code, "mode": mode, "checker": checker, "device": device}
             if behaviour is not None:
@@ -183,9 +258,9 @@ class FleetClient:
                        loop.create_future(), loop.time() + self.timing.patience_s)
             self._runs[rid] = run  # before it is sent: its reply may come back first
             await self._enter(run, "learner" if learner is not None else "anonymous")
-        except RedisError as exc:
+        except (RedisError, OSError) as exc:
             self._runs.pop(rid, None)
-            log.warning("sandbox broker unreachable: %s", exc)
+            self.link.failed(exc)
             raise self._refuse("unreachable", UNREACHABLE) from None
         except SandboxBusy:
             self._runs.pop(rid, None)
@@ -206,6 +281,15 @@ class FleetClient:
         if result.busy:
             raise self._refuse("busy", result.stderr or "The code runner is busy; try again.")
         return result
+
+    async def _pool(self, device: str) -> str:
+        """The pool to send a run to; SandboxBusy ("no_host") when it has no live host (a
+        host that just joined is looked for before refusing)."""
+        hosts = await self.hosts()
+        pool = "cuda" if device == "cuda" and hosts["cuda"] else "cpu"
+        if not hosts[pool] and not (await self.hosts(fresh=True))[pool]:
+            raise self._refuse("no_host", NO_HOST)
+        return pool
 
     async def _enter(self, run: _Run, mode: str) -> None:
         """Admit the run (raising SandboxBusy) and add it to its pool's queue."""
@@ -245,26 +329,27 @@ class FleetClient:
 
     # -- replies -------------------------------------------------------------------------
 
-    async def _read_replies(self) -> None:
-        last, lost, backoff, looked = "0-0", False, 0.2, 0.0
+    async def _read_replies(self, lost: bool = False) -> None:
+        last, backoff, looked = "0-0", 0.2, 0.0
         loop = asyncio.get_running_loop()
         while not self._stopping:
             try:
                 # Whether Redis lost the queue: after a lost connection, and while runs
                 # wait, once a blocking read (a restart can also go unseen: the client
-                # reconnects by itself).
+                # reconnects by itself). Runs whose pool lost its last host are answered.
                 if lost or (self._runs and loop.time() - looked >= self.timing.block_s):
                     last = await self._after_a_loss(last)
+                    await self._answer_hostless()
                     lost, backoff, looked = False, 0.2, loop.time()
                 streams = await self.redis.xread({self.replies: last}, count=100,
                                                  block=int(self.timing.block_s * 1000))
             except (RedisError, OSError) as exc:
-                if not lost:
-                    log.warning("lost the sandbox broker (%s); reconnecting", exc)
+                self.link.failed(exc)
                 lost = True
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
                 continue
+            self.link.ok()  # (another call may have seen Redis fail meanwhile)
             for _, entries in streams or ():
                 for entry_id, fields in entries:
                     last = entry_id
@@ -280,10 +365,28 @@ class FleetClient:
             reply = failed("a sandbox host sent a reply this bot cannot read", "unreadable")
         run.future.set_result(reply)
 
+    async def _answer_hostless(self) -> None:
+        """Runs waiting in a pool that no live host serves any more are answered now, not
+        at their deadline: nothing would run them (a host that comes back later may, and
+        its reply is dropped)."""
+        waiting = {run.pool for run in self._runs.values() if not run.future.done()}
+        if not waiting:
+            return
+        hosts = await self.hosts()
+        if any(not hosts[pool] for pool in waiting):
+            hosts = await self.hosts(fresh=True)
+        for run in self._runs.values():
+            if not run.future.done() and not hosts[run.pool]:
+                run.future.set_result(failed("no code runner is up to run it", "no_host"))
+
     async def _after_a_loss(self, last: str) -> str:
         """Whether Redis lost its data (a restart without persistence): then the runs this
         process waits for are sent once more, and the reply stream starts anew."""
         epoch = await self._current_epoch()
+        self.link.ok()
+        if self._epoch is None:  # Redis answers for the first time since we started
+            await self._reach()
+            return last
         if epoch == self._epoch:
             return last
         log.error("the sandbox broker lost its queue; sending %d waiting runs again",

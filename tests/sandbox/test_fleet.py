@@ -23,7 +23,7 @@ from redis.exceptions import AuthenticationError, NoPermissionError
 from bot.bench.local_redis import LocalRedis
 from bot.sandbox.broker import BOT_USER, HOST_USER, Keys, connect
 from bot.sandbox.client import SandboxBusy
-from bot.sandbox.fleet_client import FleetClient
+from bot.sandbox.fleet_client import BrokerUnavailable, FleetClient
 from bot.sandbox.protocol import OK
 from tests.helpers.fleet import Host, fleet_client, fleet_keys, wait_for_hosts
 from tests.helpers.paths import REPO
@@ -124,9 +124,15 @@ async def test_a_code_check_is_judged_through_the_fleet(client):
 
 
 async def test_a_wrong_password_is_refused(redis):
+    once = FleetClient(redis.url(BOT_USER, "not-the-password"))
+    with pytest.raises(BrokerUnavailable, match="Redis refused user tutor-bot"):
+        await once.start(keep_trying=False)  # a command: one try, one line
     wrong = FleetClient(redis.url(BOT_USER, "not-the-password"))
-    with pytest.raises(AuthenticationError):
-        await wrong.start()
+    await wrong.start()  # a bot: it keeps trying, and refuses runs meanwhile
+    assert not wrong.available and "check its password" in wrong.link.problem
+    with pytest.raises(SandboxBusy) as refused:
+        await wrong.run("print(1)", learner="locked-out")
+    assert refused.value.reason == "unreachable"
     await wrong.stop()
     for user in ("default", HOST_USER):
         stranger = connect(redis.url(user, "guess"))

@@ -13,10 +13,17 @@ import pytest
 import pytest_asyncio
 
 from bot.bench.local_redis import LocalRedis
-from bot.sandbox.broker import GROUP, Keys, connect
+from bot.sandbox.broker import GROUP, Keys, connect, redis_ms
 from bot.sandbox.fleet_host import LOST_TWICE
 from bot.sandbox.protocol import ERROR, OK
-from tests.helpers.fleet import Host, admin, fleet_client, fleet_keys, wait_for_hosts
+from tests.helpers.fleet import (
+    Host,
+    admin,
+    client_timing,
+    fleet_client,
+    fleet_keys,
+    wait_for_hosts,
+)
 from tests.helpers.paths import REPO
 from tests.helpers.sandbox import sleeping_child, wait_until
 
@@ -75,10 +82,15 @@ async def test_a_host_killed_mid_run_loses_it_to_the_other(redis, fleet):
 
 async def test_a_run_lost_twice_is_answered_as_a_crash(redis, fleet):
     # Two hosts that take the run and die before answering, played by the hosts' user.
+    # They beat once, which this bot believes for a minute (its heartbeat is 20 s): a run
+    # with no live host is refused at once, and a waiting one answered.
     ghost = connect(redis.host_url)
     jobs = KEYS.jobs("cpu")
     await ghost.xgroup_create(jobs, GROUP, id="0", mkstream=True)
-    run = asyncio.ensure_future(fleet.client.run("print('never')", learner="cursed"))
+    await ghost.hset(KEYS.hosts("cpu"), "ghost-1", json.dumps(
+        {"seen_ms": redis_ms(await ghost.time()), "in_flight": 0}))
+    trusting = await fleet_client(redis, timing=client_timing(heartbeat_s=20.0))
+    run = asyncio.ensure_future(trusting.run("print('never')", learner="cursed"))
     taken = []
     while not taken:
         taken = await ghost.xreadgroup(GROUP, "ghost-1", {jobs: ">"}, count=1, block=100)
@@ -87,7 +99,8 @@ async def test_a_run_lost_twice_is_answered_as_a_crash(redis, fleet):
     await ghost.aclose()
     [host] = await fleet.start(1, fleet={"forget_after_s": 0.5})
     result = await run
-    assert (result.status, result.stderr) == (ERROR, LOST_TWICE)
+    await trusting.stop()
+    assert (result.status, result.stderr, result.unjudged) == (ERROR, LOST_TWICE, "lost")
     assert await reclaims(redis) == 1
     looker = await admin(redis)
     try:  # the dead hosts, with nothing pending, leave the group
