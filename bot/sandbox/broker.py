@@ -89,6 +89,7 @@ class FleetTiming:
     reply_ttl_s: float = 300.0  # a dead bot's replies vanish after this
     forget_after_s: float = 600.0  # a gone host, with nothing pending, leaves the group
     block_s: float = 2.0  # one blocking read; also how soon a stop is noticed
+    refused_retry_s: float = 60.0  # the longest wait between tries while Redis refuses us
 
     @classmethod
     def for_limits(cls, wall_s: float, reply_margin_s: float, **overrides) -> FleetTiming:

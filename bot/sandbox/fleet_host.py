@@ -9,7 +9,7 @@ a crash. Each run runs once: a job whose answer is on record (one that Redis bro
 replaying its log) is answered from the record, and a copy of a run this host is running
 (sent again after Redis lost its data) waits for that run's verdict. Every wait is bounded
 by the job's own deadline, so a Redis that goes away costs replies late, never a host that
-hangs.
+hangs; a Redis that refuses the host's user is told to the operator and tried again.
 """
 
 from __future__ import annotations
@@ -23,17 +23,33 @@ import secrets
 import socket
 import time
 
+from redis.exceptions import (
+    AuthenticationError,
+    AuthenticationWrongNumberOfArgsError,
+    NoPermissionError,
+    RedisError,
+    ResponseError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoPermissionError, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from bot.sandbox.broker import GROUP, Clock, FleetTiming, Keys, entry_ms, live_hosts
+from bot.sandbox.broker_link import REPEAT_S, BrokerLink
 from bot.sandbox.protocol import encode, failed
 
 log = logging.getLogger("sandbox.fleet")
 LOST_TWICE = "the sandbox crashed while running this code"
 REPLIES_KEPT = 1000  # per bot process; replies are read within milliseconds
-REPEAT_S = 60.0  # a lasting problem is said again at most this often
+UNREACHABLE_RETRY_S = 5.0  # the longest wait between tries while Redis cannot be reached
+
+
+def refused(exc: BaseException) -> bool:
+    """Whether Redis refused our user (a password, a permission), rather than being away."""
+    if isinstance(exc, AuthenticationError | AuthenticationWrongNumberOfArgsError
+                  | NoPermissionError):
+        return True
+    return isinstance(exc, ResponseError) and str(exc).startswith(
+        ("NOAUTH", "WRONGPASS", "NOPERM"))
 
 
 class FleetHost:
@@ -50,7 +66,11 @@ class FleetHost:
         self.runs = 0  # runs this host has started in its service
         self._first_copy: dict[str, asyncio.Future] = {}  # rid -> the run's result
         self._next_claim = 0.0
+        self._joined_once = False
         self._unguarded_said = -REPEAT_S
+        user = getattr(redis, "connection_pool", None)
+        user = user.connection_kwargs.get("username") if user is not None else None
+        self.link = BrokerLink(f"sandbox host {self.name} (pool {pool})", user, log)
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -68,16 +88,21 @@ class FleetHost:
                         await self._join()
                         joined = True
                     job = await self._next_job()
+                    self.link.ok()
                     backoff = 0.2
                 except (RedisError, OSError) as exc:
                     if isinstance(exc, ResponseError) and "NOGROUP" in str(exc):
-                        joined = False  # the queue was lost (a Redis restart): join anew
+                        log.warning("the queue of pool %s is gone (Redis lost its data): "
+                                    "joining it anew", self.pool)
+                        joined = False
                         continue
-                    # Unreachable, or refused (an ACL that lacks a command): say so and
-                    # keep trying; the host must outlive whatever Redis says.
-                    log.warning("sandbox broker: %s; retrying", exc)
+                    # Unreachable, or refused (a password, an ACL that lacks a command):
+                    # the link says so once (and once a minute), and the host keeps trying,
+                    # slowly when refused: it outlives an operator fixing Redis.
+                    self.link.failed(exc)
                     await self._first_of(stop, asyncio.ensure_future(asyncio.sleep(backoff)))
-                    backoff = min(backoff * 2, 5.0)
+                    most = self.timing.refused_retry_s if refused(exc) else UNREACHABLE_RETRY_S
+                    backoff = min(backoff * 2, most)
                     joined = False
                     continue
                 if job is not None:
@@ -92,6 +117,8 @@ class FleetHost:
                 await beat
             with contextlib.suppress(RedisError, OSError):
                 await self.redis.hdel(self.keys.hosts(self.pool), self.name)
+            if self._joined_once:
+                log.info("left pool %s as %s after %d runs", self.pool, self.name, self.runs)
 
     @staticmethod
     async def _first_of(stop: asyncio.Event, *tasks) -> None:
@@ -108,6 +135,10 @@ class FleetHost:
         except ResponseError as exc:
             if "BUSYGROUP" not in str(exc):
                 raise
+        if not self._joined_once:
+            self._joined_once = True
+            log.info("joined pool %s as %s with %d slots", self.pool, self.name,
+                     self.service.admission.slots)
 
     async def _next_job(self) -> tuple[str, dict, int] | None:
         """(entry id, fields, deliveries): an orphan first, when it is time to look."""
@@ -213,7 +244,8 @@ class FleetHost:
             except NoPermissionError as exc:  # an ACL file older than `answered:*`
                 self._unguarded(exc)
                 return None
-            except (RedisConnectionError, RedisTimeoutError, OSError):
+            except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+                self.link.failed(exc)
                 if self.clock.now_ms() > deadline_ms:
                     return None  # too late to run it anyway
                 await asyncio.sleep(0.5)
@@ -253,8 +285,10 @@ class FleetHost:
                     # NOGROUP: the queue went with a Redis restart; the reply still went.
                     elif isinstance(outcome, Exception) and "NOGROUP" not in str(outcome):
                         log.error("answering run %s: %s", entry_id, outcome)
+                self.link.ok()
                 return
             except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+                self.link.failed(exc)
                 if self.clock.now_ms() > deadline_ms:
                     log.error("could not deliver the reply to run %s (%s)", entry_id, exc)
                     return
@@ -276,7 +310,8 @@ class FleetHost:
                     "memory_limited": info["memory_limited"]}))
                 await self._forget_the_gone(hosts, now)
             except (RedisError, OSError) as exc:
-                log.debug("heartbeat failed: %s", exc)
+                if self.link.up:  # else the serve loop is saying so already
+                    self.link.failed(exc)
             await self._first_of(stop, asyncio.ensure_future(
                 asyncio.sleep(self.timing.heartbeat_s)))
 

@@ -1,8 +1,8 @@
 """Each run runs once, whatever Redis replays or forgets: a Redis restarted from its
 append-only log (with the project's ACL file, and with the bare `user default off` that
 makes Redis 7.0 drop every MULTI/EXEC from its log, redis#14541), a job whose answer is on
-record coming back, and a run sent again while its host still runs it. Real redis-server,
-real host processes; every wait is on a condition."""
+record coming back, a run sent again while its host still runs it, and a host whose password
+Redis refuses. Real redis-server, real host processes; every wait is on a condition."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import time
 import pytest
 
 from bot.bench.local_redis import LocalRedis
-from bot.sandbox.broker import GROUP, Keys, job_fields
+from bot.sandbox.broker import GROUP, HOST_USER, Keys, job_fields
 from bot.sandbox.protocol import OK
 from tests.helpers.fleet import (
     FLEET,
@@ -195,3 +195,42 @@ async def test_a_run_sent_again_after_redis_forgot_it_gets_the_first_copys_verdi
         assert "came again while this host runs it" in log.read_text()
     finally:
         await client.stop()
+
+
+async def test_a_host_refused_by_redis_says_so_once_and_joins_when_let_in(replayed, hosts,
+                                                                           tmp_path):
+    redis = replayed()
+    wrong = "not-" + redis.host_password
+    log = tmp_path / "host.log"
+    host = Host(redis, url=redis.url(HOST_USER, wrong), log=log,
+                fleet={"refused_retry_s": 0.5})
+    hosts.append(host)
+
+    async def refusals() -> int:
+        entries = await look(redis, "ACL", "LOG")
+        return sum(int(e["count"]) for e in entries
+                   if e["reason"] == "auth" and e["username"] == HOST_USER)
+
+    await condition(lambda: _at_least(refusals, 4), what="the host trying again")
+    assert host.process.poll() is None
+    said = [line for line in log.read_text().splitlines() if HOST_USER in line]
+    assert len(said) == 1, said  # one line, not one a try
+    assert "ERROR" in said[0] and "password" in said[0] and wrong not in said[0]
+    await look(redis, "ACL", "SETUSER", HOST_USER, f">{wrong}")  # the operator fixes it
+    client = await fleet_client(redis)
+    try:
+        await wait_for_hosts(client, 1)
+        result = await client.run("print('let in')", learner="late")
+        assert (result.status, result.stdout) == (OK, "let in\n")
+    finally:
+        await client.stop()
+    host.stop()
+    lines = log.read_text().splitlines()
+    assert any("answers again" in line for line in lines), lines
+    assert any("joined pool cpu" in line for line in lines), lines
+    assert any("left pool cpu" in line for line in lines), lines
+    assert not any(wrong in line or redis.host_password in line for line in lines)
+
+
+async def _at_least(count, least: int) -> bool:
+    return await count() >= least
