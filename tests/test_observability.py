@@ -12,8 +12,15 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from bot.engine.code_judge import SandboxJudge
 from bot.engine.tutor import TryAgain
-from bot.observability import SANDBOX_REFUSALS, HealthServer, JsonFormatter
+from bot.observability import (
+    FLEET,
+    FLEET_STALE_S,
+    SANDBOX_REFUSALS,
+    HealthServer,
+    JsonFormatter,
+)
 from bot.sandbox.client import SandboxClient
+from bot.sandbox.fleet_client import FleetStats
 from tests.helpers.records import RIGHT
 
 
@@ -30,6 +37,54 @@ async def test_healthz_reports_each_check_and_fails_when_one_does(store):
     async with TestClient(TestServer(HealthServer({"database": broken}).app())) as client:
         response = await client.get("/healthz")
         assert response.status == 503 and (await response.json())["status"] == "unhealthy"
+
+
+@pytest.fixture
+def fleet_look():
+    """Put a look at a sandbox fleet where /healthz and /metrics read it; none afterwards."""
+    yield FLEET.update
+    FLEET.snapshot = None
+
+
+async def health(server: HealthServer) -> tuple[int, dict]:
+    async with TestClient(TestServer(server.app())) as client:
+        response = await client.get("/healthz")
+        return response.status, await response.json()
+
+
+async def test_a_degraded_fleet_is_200_with_its_reasons(store, fleet_look):
+    checks = {"gateway": lambda: True, "database": store.ping}
+    fleet_look(FleetStats(queue={"cpu": 0, "cuda": 0}, live={"cpu": 2, "cuda": 0}))
+    status, body = await health(HealthServer(checks))
+    assert (status, body["status"]) == (200, "ok")
+    assert body["fleet"] == {"redis": "reachable", "hosts": {"cpu": 2, "cuda": 0},
+                             "queue": {"cpu": 0, "cuda": 0}, "reasons": []}
+
+    fleet_look(FleetStats(queue={"cpu": 3, "cuda": 0}, live={"cpu": 0, "cuda": 1}))
+    status, body = await health(HealthServer(checks))
+    assert (status, body["status"]) == (200, "degraded")
+    assert body["fleet"]["reasons"] == [
+        "no live sandbox host in pool cpu: code answers are refused"]
+
+    fleet_look(FleetStats(queue={"cpu": 0, "cuda": 0}, live={"cpu": 0, "cuda": 0}, up=False,
+                          problem="Redis refused user tutor-bot (WRONGPASS): check ..."))
+    status, body = await health(HealthServer(checks))
+    assert (status, body["status"], body["fleet"]["redis"]) == (200, "degraded",
+                                                                "unreachable")
+    assert body["fleet"]["reasons"] == ["redis: Redis refused user tutor-bot (WRONGPASS): "
+                                        "check ..."]
+    # The bot itself down outranks the fleet: 503.
+    status, body = await health(HealthServer({"gateway": lambda: False}))
+    assert (status, body["status"]) == (503, "unhealthy")
+
+
+async def test_a_look_at_the_fleet_that_stopped_coming_is_itself_a_problem(store, fleet_look,
+                                                                           monkeypatch):
+    fleet_look(FleetStats(queue={"cpu": 0}, live={"cpu": 1}))
+    monkeypatch.setattr(FLEET, "taken_at", FLEET.taken_at - 2 * FLEET_STALE_S)
+    status, body = await health(HealthServer({"database": store.ping}))
+    assert (status, body["status"]) == (200, "degraded")
+    assert body["fleet"]["reasons"][0].startswith("no look at the fleet for ")
 
 
 async def test_metrics_count_answers_and_show_gateway_latency(tutor):

@@ -32,15 +32,15 @@ def _read_source(path: str):
 def _sandboxed(code: str, **options):
     """Run one submission on the shared sandbox service (SANDBOX_ADDRESS), or on a service
     of our own started for it: a RunResult. A sandbox that cannot be reached (Redis away,
-    a wrong password, no socket) or a run it could not judge through no fault of the code
-    ends the command: one line on stderr, exit 2."""
+    a wrong password, no socket), a run it refused (busy, no host) or one it could not
+    judge through no fault of the code ends the command: one line on stderr, exit 2."""
     import asyncio
     import getpass
 
     from bot.cli.common import load_settings
     from bot.sandbox.client import SandboxBusy
-    from bot.sandbox.fleet_client import BrokerUnavailable, FleetClient, client_for
-    from bot.sandbox.protocol import UNJUDGED, RunResult, busy
+    from bot.sandbox.fleet_client import BrokerUnavailable, client_for
+    from bot.sandbox.protocol import UNJUDGED, RunResult
 
     settings = load_settings()
 
@@ -48,20 +48,17 @@ def _sandboxed(code: str, **options):
         # The shared service when there is one: a run (~0.1 s), not a torch import (~5 s).
         client = client_for(settings.sandbox_address,
                             allow_unbounded_memory=settings.sandbox_allow_unbounded_memory)
-        if isinstance(client, FleetClient):
-            await client.start(keep_trying=False)  # one try: this command runs once
-        else:
-            await client.start()
+        await client.start(keep_trying=False)  # one try: this command runs once
         try:
             # One run at a time per user of this machine, as for a learner on Discord.
             return await client.run(code, learner=f"cli:{getpass.getuser()}", **options)
-        except SandboxBusy as exc:
-            return RunResult.from_wire(busy(str(exc)))
         finally:
             await client.stop()
 
     try:
         result = asyncio.run(once())
+    except SandboxBusy as exc:
+        _give_up(f"the code was not run: {exc}")
     except BrokerUnavailable as exc:
         _give_up(f"the sandbox cannot be reached: {exc}")
     except OSError as exc:  # a shared service's socket that is not there, or refuses us

@@ -18,7 +18,12 @@ from redis.exceptions import (
     RedisError,
 )
 
+from bot.sandbox.broker import BOT_USER, HOST_USER
+
 REPEAT_S = 60.0  # while Redis stays away, the line again at most this often
+# Where each of the fleet's users gets its password (README: Deploying).
+PASSWORD_OF = {BOT_USER: "REDIS_BOT_PASSWORD (in SANDBOX_ADDRESS)",
+               HOST_USER: "REDIS_SANDBOX_PASSWORD (in SANDBOX_BROKER)"}
 
 
 def problem(exc: BaseException, user: str | None) -> str:
@@ -26,8 +31,9 @@ def problem(exc: BaseException, user: str | None) -> str:
     who = f"user {user}" if user else "the default user"
     first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
     if isinstance(exc, AuthenticationError):  # WRONGPASS, NOAUTH (a ConnectionError too)
-        return (f"Redis refused {who} ({first}): check its password in .env and Redis's "
-                "ACL file (`tutor sandbox acl` writes it; restart Redis to load it)")
+        where = PASSWORD_OF.get(user, "its password")
+        return (f"Redis refused {who} ({first}): check {where} and Redis's ACL file "
+                "(`tutor sandbox acl` writes it; restart Redis to load it)")
     if isinstance(exc, NoPermissionError):
         return (f"Redis denied {who} a command ({first}): its ACL file is out of date; "
                 "write it anew with `tutor sandbox acl` and restart Redis")
@@ -59,7 +65,7 @@ class BrokerLink:
     def failed(self, exc: BaseException) -> str:
         """Record a failure; its one-line problem."""
         now, said = self.clock(), problem(exc, self.user)
-        if self.up or said != self.problem:
+        if self.up or _kind(said) != _kind(self.problem):  # not each new errno: a new kind
             if self.up:
                 self._since = now
             self.log.error("%s: %s", self.what, said)
@@ -71,6 +77,8 @@ class BrokerLink:
         self.up, self.problem = False, said
         return said
 
-    @property
-    def down_for_s(self) -> float:
-        return 0.0 if self.up else self.clock() - self._since
+
+
+def _kind(said: str | None) -> str | None:
+    """A problem's kind: its words before the detail in brackets."""
+    return None if said is None else said.split(" (", 1)[0]

@@ -90,12 +90,13 @@ class SandboxClient:
 
     # -- the service process -------------------------------------------------------------
 
-    async def start(self) -> ServiceInfo:
+    async def start(self, keep_trying: bool = True) -> ServiceInfo:
         """Start the service (torch import: a few seconds), or connect to the shared one,
-        and return what it says of itself."""
+        and return what it says of itself. A shared one is waited for a minute (it may be
+        importing torch), or only tried once without `keep_trying` (a command)."""
         self._stopping = False
         if self.address:
-            reader, self._writer = await self._connect_when_up()
+            reader, self._writer = await self._connect_when_up(60.0 if keep_trying else 0.0)
         else:
             self._proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "bot.sandbox.service",

@@ -39,7 +39,7 @@ from bot.sandbox.broker import (
     live_hosts,
     redacted,
 )
-from bot.sandbox.broker_link import BrokerLink
+from bot.sandbox.broker_link import BrokerLink, problem
 from bot.sandbox.client import SandboxBusy, SandboxClient
 from bot.sandbox.protocol import Limits, RunResult, ServiceInfo, busy, decode, failed
 
@@ -135,11 +135,11 @@ class FleetClient:
         try:
             await self._reach()
         except (RedisError, OSError) as exc:
-            said = self.link.failed(exc)
-            if not keep_trying:
+            if not keep_trying:  # its caller says it, once
                 with contextlib.suppress(RedisError, OSError):
                     await self.redis.aclose()
-                raise BrokerUnavailable(said) from None
+                raise BrokerUnavailable(problem(exc, self.link.user)) from None
+            self.link.failed(exc)
         self._reader = asyncio.create_task(self._read_replies(lost=not self.link.up))
         return await self.info()
 

@@ -129,7 +129,7 @@ async def test_a_wrong_password_is_refused(redis):
         await once.start(keep_trying=False)  # a command: one try, one line
     wrong = FleetClient(redis.url(BOT_USER, "not-the-password"))
     await wrong.start()  # a bot: it keeps trying, and refuses runs meanwhile
-    assert not wrong.available and "check its password" in wrong.link.problem
+    assert not wrong.available and "check REDIS_BOT_PASSWORD" in wrong.link.problem
     with pytest.raises(SandboxBusy) as refused:
         await wrong.run("print(1)", learner="locked-out")
     assert refused.value.reason == "unreachable"
