@@ -74,4 +74,5 @@ async def test_a_run_that_kills_the_worker_twice_is_reported_not_retried_forever
         killed.add(worker)
     result = await asyncio.wait_for(running, 120)
     assert result.status == ERROR and "crashed" in result.stderr
+    assert result.unjudged == "crash"  # the engine grades nothing on it
     assert (await sandbox.run("print('ok')")).status == OK

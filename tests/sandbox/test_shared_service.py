@@ -198,13 +198,14 @@ async def test_a_correct_answer_gets_its_verdict_while_six_learners_attack(share
     assert shared.process.poll() is None
 
 
-async def test_a_judge_that_misses_its_deadline_costs_one_plain_error(narrow):
+async def test_a_judge_that_misses_its_deadline_is_no_verdict(narrow):
     client = narrow.client()
     await client.start()
     try:
         result = await _check(client, REFERENCE, "judged-too-slowly")
         assert result.status == ERROR and result.report is None, result
         assert "took longer than" in result.error
+        assert result.unjudged == "checker"  # the engine grades nothing on it
         # The service and its (replaced) judges go on.
         again = await _check(client, REFERENCE, "judged-too-slowly")
         assert "took longer than" in again.error
