@@ -20,7 +20,7 @@ POSTGRES_TESTS := tests/test_store.py tests/test_tutor.py tests/test_reminders.p
 	tests/discord/test_play.py tests/discord/test_forged_input.py tests/test_community_decks.py \
 	tests/test_streaks.py tests/test_leaderboard.py tests/test_schedulers.py \
 	tests/test_remediation.py tests/discord/test_learning_choices.py tests/test_deck_choices.py \
-	tests/discord/test_deck_admin.py tests/test_play.py
+	tests/discord/test_deck_admin.py tests/test_play.py tests/test_served_races.py
 
 test: $(STAMP)
 	$(VENV)/bin/lint-imports  # the layers (pyproject.toml, docs/architecture.md)

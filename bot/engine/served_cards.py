@@ -7,7 +7,10 @@ Every method takes what a click carries (serve id, attempt, the learner) and eit
 what was asked or raises a TutorError whose text the learner can be shown; nothing is
 changed by a refused request. The attempt number is the one guard against double clicks
 and outdated renderings: an answer is written with a compare-and-set on it, in the same
-transaction as its review (`Tutor.answer(..., stored=True)`).
+transaction as its review (`Tutor.answer(..., stored=True)`). A click whose write lost
+to a move that was no attempt (a hint, a free code retry) or to a new version of the
+card's deck is judged again on what the store has (`ServedCards._on_store`): "already
+counted" is only said when something was.
 """
 
 from __future__ import annotations
@@ -15,7 +18,9 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from bot.engine.plays import Plays
 from bot.engine.served import Served
@@ -24,6 +29,7 @@ from bot.engine.tutor import (
     InvalidAnswer,
     Response,
     StaleCard,
+    TryAgain,
     Tutor,
     TutorError,
     Verdict,
@@ -34,6 +40,10 @@ from scheduler.storage.models import Learner
 from scheduler.storage.store import Advance
 
 RECENT_CARDS = 4096  # served cards kept in memory for their next click (~2 KB each)
+# Lost compare-and-sets one click may be judged again after: a hint, free code retries and
+# deck versions stored meanwhile; never reached by a learner's clicks alone.
+LOST_RACES = 8
+T = TypeVar("T")
 
 
 class Gone(TutorError):
@@ -139,18 +149,35 @@ class ServedCards:
         A card this process stored last is judged as it kept it, without loading it: the
         store's compare-and-set on its moves still decides. Any refusal then (another
         process moved it or forgot it, a double click) is asked of the store again, whose
-        answer stands."""
+        answer stands (`_on_store`)."""
         owner = _external_id(learner)
         verdict = None
         if (playing := self._kept(serve_id, attempt, owner)) is not None:
             with contextlib.suppress(TutorError):
                 verdict = self.judge(playing, response)
         if verdict is None:
-            playing = self.at(serve_id, attempt, owner)
-            verdict = self.judge(playing, response)
+            playing, verdict = self._on_store(serve_id, attempt, owner,
+                                              lambda playing: self.judge(playing, response))
         if not verdict.finished and isinstance(playing.card, ChoiceCard):
             self._recent.put(verdict.served, owner)
         return verdict
+
+    def _on_store(self, serve_id: str, attempt: int, owner: str,
+                  act: Callable[[CardInPlay], T]) -> tuple[CardInPlay, T]:
+        """`act` (a judgment, a hint) on the card as the store has it, at the click's
+        attempt. Its compare-and-set loses to any move since the load: one that counted
+        (an attempt, an answer) makes the next load refuse the click (AlreadyCounted,
+        Finished); a hint or a free code retry is no attempt, and a newer version of the
+        card's deck is no move of the learner's at all, so the click is judged again on
+        what moved, with the library refreshed (a deck version fails the check too)."""
+        for _ in range(LOST_RACES):
+            playing = self.at(serve_id, attempt, owner)
+            try:
+                return playing, act(playing)
+            except AlreadyCounted:  # raised by `act` only when its compare-and-set lost
+                self.tutor.decks.refresh(force=True)
+        raise TryAgain("This card kept changing while your click was judged; nothing was "
+                       "counted. Please try again.")
 
     def _kept(self, serve_id: str, attempt: int, owner: str) -> CardInPlay | None:
         """The card as this process stored it last, if this click can be judged on it."""
@@ -169,7 +196,9 @@ class ServedCards:
 
     def submit(self, serve_id: str, attempt: int, learner: Learner | str) -> Verdict:
         """Answer a fill-in card with the chips picked so far."""
-        playing = self.at(serve_id, attempt, learner)
+        return self._on_store(serve_id, attempt, _external_id(learner), self._submit)[1]
+
+    def _submit(self, playing: CardInPlay) -> Verdict:
         card = _fill_in(playing.card)
         # Only picks the card still has: a version may have dropped a blank or a chip since.
         chips = {chip.id for chip in card.chips}
@@ -192,12 +221,8 @@ class ServedCards:
 
     def hint(self, serve_id: str, attempt: int, learner: Learner | str) -> CardInPlay:
         """The card with its hint shown (which caps the grade)."""
-        playing = self.at(serve_id, attempt, learner)
-        served, _ = self.tutor.hint(playing.served)
-        if not self.store.served.advance(Advance(serve_id, playing.served.moves,
-                                                 served.to_json(), False, clear_draft=False)):
-            raise AlreadyCounted("That click was already counted.")
-        return replace(playing, served=served)
+        return self._on_store(serve_id, attempt, _external_id(learner), lambda playing: replace(
+            playing, served=self.tutor.hint(playing.served, stored=True)[0]))[1]
 
     def code_card(self, serve_id: str, attempt: int, learner: Learner | str) -> CardInPlay:
         """A code card about to be written; InvalidAnswer for any other card."""

@@ -14,7 +14,7 @@ from datetime import date, datetime
 
 import sqlalchemy as sa
 
-from bot.engine.deck_library import LiveLibrary
+from bot.engine.deck_library import DeckAt, LiveLibrary
 from bot.engine.errors import (
     AlreadyCounted,
     InvalidAnswer,
@@ -212,35 +212,33 @@ class Tutor:
         )
 
     def card(self, served: Served) -> AnyCard:
-        card = self._known_card(served.card_id)
-        if card is None or served.card_rev > card.rev:
-            self.decks.refresh(force=True)  # served by a process that knew a newer deck
-            card = self._known_card(served.card_id)
-        if card is None:
-            raise StaleCard("This card is no longer in the deck.")
-        if served.card_rev < card.meaning_rev:  # a typo fix alone keeps it answerable
-            raise StaleCard("This card was changed since it was served; ask for a new one.")
-        return card
-
-    def _known_card(self, card_id: str) -> AnyCard | None:
-        library = self.library
-        return library.card(card_id) if library.has_card(card_id) else None
+        """The deck card a served card shows; StaleCard if it is gone or its meaning
+        changed since it was served."""
+        return self.decks.served_card(served.card_id, served.card_rev)[0]
 
     # -- answering -----------------------------------------------------------------------
 
-    def hint(self, served: Served) -> tuple[Served, str]:
-        """The card's hint; using it caps the grade at 2 (docs/architecture.md, grading)."""
-        return replace(served, hint_used=True), self.card(served).hint
+    def hint(self, served: Served, *, stored: bool = False) -> tuple[Served, str]:
+        """The card's hint; using it caps the grade at 2 (docs/architecture.md, grading).
+        `stored`: written as `answer` writes an attempt (AlreadyCounted if it lost)."""
+        card, deck = self.decks.served_card(served.card_id, served.card_rev)
+        hinted = replace(served, hint_used=True)
+        if stored and not self.store.served.advance(_advance(served, hinted, False, deck,
+                                                             clear_draft=False)):
+            raise AlreadyCounted("That click was already counted.")
+        return hinted, card.hint
 
     def answer(self, served: Served, response: Response, *, stored: bool = False) -> Verdict:
         """Judge one attempt. `stored`: the served card is kept in the store (see
         `bot.engine.served_cards`), and its next attempt state is written with the review,
-        in the same transaction; AlreadyCounted if another click moved it first."""
-        card = self.card(served)
+        in the same transaction, under a compare-and-set on its moves and on the version of
+        the deck it was judged on; AlreadyCounted if that lost (another move got there
+        first, or this process's library is behind the deck)."""
+        card, deck = self.decks.served_card(served.card_id, served.card_rev)
         if served.attempts >= MAX_ATTEMPTS:
             raise StaleCard("This card was already answered.")
         if isinstance(card, CodeCard):
-            return self._answer_code(served, card, response, stored)
+            return self._answer_code(served, card, response, stored, deck)
         if isinstance(card, FillInCard):
             chosen, findings = judge_fill_in(self.library, card, response)
         else:
@@ -250,14 +248,14 @@ class Tutor:
         attempt = served.next_attempt(chosen)
         correct = not findings
         if not correct and attempt.attempts < MAX_ATTEMPTS:
-            if stored and not self.store.served.advance(_advance(served, attempt, False)):
+            if stored and not self.store.served.advance(_advance(served, attempt, False, deck)):
                 raise AlreadyCounted("That click was already counted.")
             return Verdict(attempt, False, False, findings)
         return self._finish(attempt, card, correct, findings,
-                            advance=_advance(served, attempt, True) if stored else None)
+                            advance=_advance(served, attempt, True, deck) if stored else None)
 
     def _answer_code(self, served: Served, card: CodeCard, code: Response,
-                     stored: bool) -> Verdict:
+                     stored: bool, deck: DeckAt) -> Verdict:
         """One judged submission decides a code card: the checker's verdict, not a guess. A
         crash, timeout or refusal carries no mistake id; its report's feedback says what
         happened. Code that stopped before it trained (`CodeReport.ran_no_training`) is not
@@ -269,7 +267,7 @@ class Tutor:
         report = self.code_judge(card, code, served.learner_id)
         if report.ran_no_training and served.retries < FREE_RETRIES:
             retried = replace(served, retries=served.retries + 1)
-            if stored and not self.store.served.advance(_advance(served, retried, False)):
+            if stored and not self.store.served.advance(_advance(served, retried, False, deck)):
                 raise AlreadyCounted("That code was already counted.")
             return Verdict(retried, False, False, (), report=report, retry=True)
         # An id the deck does not register (one stored before uploads had to register every
@@ -283,7 +281,7 @@ class Tutor:
                                        "mistakes": [m.id for m in explained],
                                        "retries": served.retries})
         verdict = self._finish(attempt, card, report.passed, tuple(findings), CODE_POLICY,
-                               advance=_advance(served, attempt, True) if stored else None)
+                               advance=_advance(served, attempt, True, deck) if stored else None)
         return replace(verdict, report=report)
 
     def _finish(self, served: Served, card: AnyCard, correct: bool,
@@ -386,5 +384,8 @@ class Tutor:
         )
 
 
-def _advance(before: Served, after: Served, finished: bool) -> Advance:
-    return Advance(before.serve_id, before.moves, after.to_json(), finished)
+def _advance(before: Served, after: Served, finished: bool, deck: DeckAt, *,
+             clear_draft: bool = True) -> Advance:
+    deck_id, version = deck or (None, 0)
+    return Advance(before.serve_id, before.moves, after.to_json(), finished, clear_draft,
+                   deck_id, version)

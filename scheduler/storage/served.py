@@ -8,20 +8,28 @@ from datetime import datetime
 import sqlalchemy as sa
 
 from scheduler.storage.db import DriverConnections, Queries
-from scheduler.storage.models import Learner, ServedCard
+from scheduler.storage.models import CommunityDeck, Learner, ServedCard
 from scheduler.storage.prepared import Prepared, PreparedSelect
 
 served_t = ServedCard.__table__
 learner_t = Learner.__table__
+deck_t = CommunityDeck.__table__
 
 
 def advance_statement() -> sa.Update:
-    """Store a served card's next attempt state unless another click got there first."""
+    """Store a served card's next attempt state unless another click got there first, or
+    its stored deck moved past the version it was judged on (`k_deck` NULL: no deck to
+    check; one primary-key probe in the same statement, no round trip)."""
+    deck_moved = sa.exists().where(
+        deck_t.c.deck_id == sa.bindparam("k_deck", type_=deck_t.c.deck_id.type),
+        sa.or_(deck_t.c.version != sa.bindparam("k_version", type_=sa.Integer()),
+               deck_t.c.removed))
     return (
         served_t.update()
         .where(served_t.c.serve_id == sa.bindparam("k_serve"),
                served_t.c.attempts == sa.bindparam("k_attempts"),
-               served_t.c.finished.is_(False))
+               served_t.c.finished.is_(False),
+               ~deck_moved)
         .values(served=sa.bindparam("served", type_=served_t.c.served.type),
                 attempts=sa.bindparam("attempts", type_=sa.Integer()),
                 finished=sa.bindparam("finished", type_=sa.Boolean()),
@@ -38,7 +46,8 @@ def moves(served: dict) -> int:
 def advance_values(advance) -> dict:
     return {"k_serve": advance.serve_id, "k_attempts": advance.attempts,
             "served": advance.served, "attempts": moves(advance.served),
-            "finished": advance.finished, "draft": {}}
+            "finished": advance.finished, "draft": {},
+            "k_deck": advance.deck_id, "k_version": advance.deck_version}
 
 
 def _keeping_draft() -> sa.Update:

@@ -45,13 +45,17 @@ class ServedMoved(Exception):
 @dataclass(frozen=True, slots=True)
 class Advance:
     """A served card's next attempt state, written only if it is still at `attempts` (its
-    moves: attempts, free code retries and the hint, `served.moves`)."""
+    moves: attempts, free code retries and the hint, `served.moves`) and, for a card of a
+    stored deck (`deck_id`), only if that deck is still at `deck_version`, not removed: a
+    process judged it on the deck it has loaded, which may be behind the store's."""
 
     serve_id: str
     attempts: int
     served: dict
     finished: bool
     clear_draft: bool = True  # a new attempt starts with no picks; a hint keeps them
+    deck_id: str | None = None  # None: a bundled deck's card, or a card being retired
+    deck_version: int = 0
 
 
 @dataclass(slots=True)  # not frozen: a frozen __init__ sets its 35 fields the slow way

@@ -8,7 +8,12 @@ import copy
 import sqlalchemy as sa
 
 from bot.discord_ui.client import TutorBot
+from bot.engine.community_decks import CommunityDecks
+from bot.engine.tutor import Tutor
+from scheduler.storage.db import make_engine
 from scheduler.storage.served import served_t
+from scheduler.storage.store import Store
+from tests.helpers.decks import deck_yaml
 from tests.helpers.discord import (
     choose,
     custom_ids,
@@ -243,3 +248,29 @@ async def test_a_hint_keeps_the_chips_picked_before_it(world, store):
     assert hinted.response.embeds[0].fields[0].name == "Hint"
     done = await ann.click(hinted.response, label="Submit")
     assert done.response.embeds[1].title == "Correct!"
+
+
+async def test_a_card_another_process_changed_is_stale_here_before_this_one_looks(
+        world, store, bot_tutor, db_url, deck_library, clock):
+    """Issue 36 (5): this bot's library is up to 30 s behind a version another process
+    stored; a click on the option that version removed is not judged on the old one."""
+    guild, channel, ann, _ = world
+    CommunityDecks(bot_tutor).upload(guild.id, "deck.yaml", deck_yaml(), "ann")
+    card = (await ann.slash(channel, "practice", topic="devices")).response
+    while card.embeds[0].footer.text.rsplit(" ", 1)[-1] != "upload-basics/move":
+        await pick_and_submit(ann, card, {"attr": "shape"})
+        card = (await ann.slash(channel, "practice", topic="devices")).response
+    other = Tutor(Store(make_engine(db_url)), deck_library, clock=clock)
+    CommunityDecks(other).upload(guild.id, "deck.yaml", deck_yaml(without_same), "bob")
+    other.store.close()
+    other.store.engine.dispose()
+    result = await choose(ann, card, "same")
+    assert "changed since it was served" in result.response.embeds[0].description
+    assert custom_ids(result.response) == ["srs:next:auto"]
+    assert store.reviews.get(served_id(card)) is None
+
+
+def without_same(data) -> None:  # a change of meaning: "same" was on the learner's card
+    move = data["cards"][0]
+    move.update(rev=2, content_rev=2)
+    move["options"] = [o for o in move["options"] if o["id"] != "same"]
