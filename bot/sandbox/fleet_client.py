@@ -36,11 +36,11 @@ from bot.sandbox.broker import (
     connect,
     is_broker,
     job_fields,
-    live_hosts,
     redacted,
 )
 from bot.sandbox.broker_link import BrokerLink, problem
 from bot.sandbox.client import SandboxBusy, SandboxClient
+from bot.sandbox.fleet_hosts import BEATS, HostWatch
 from bot.sandbox.protocol import Limits, RunResult, ServiceInfo, busy, decode, failed
 
 log = logging.getLogger(__name__)
@@ -110,8 +110,8 @@ class FleetClient:
         self._reader: asyncio.Task | None = None
         self._stopping = False
         self._epoch: str | None = None
-        self._hosts: tuple[float, dict] = (0.0, {})
-        self._seen: dict[str, set[str]] = {}  # the live hosts of the last look, per pool
+        self._looked = 0.0  # when `watch` last looked (the loop's clock)
+        self.watch = HostWatch(self.keys, self.timing.heartbeat_s, self.clock)
         self._reclaims: dict[str, int] = {}  # the last count seen (a counter never drops)
         self.link = BrokerLink(f"sandbox broker {redacted(address)}",
                                urlsplit(address).username, log)
@@ -176,28 +176,10 @@ class FleetClient:
         """{pool: {host: its last report}} for the hosts heard from lately (a look at most
         HOSTS_FRESH_S old, unless `fresh`)."""
         loop = asyncio.get_running_loop()
-        seen_at, hosts = self._hosts
-        if not fresh and loop.time() - seen_at < HOSTS_FRESH_S:
-            return hosts
-        now = self.clock.now_ms()
-        hosts = {pool: live_hosts(await self.redis.hgetall(self.keys.hosts(pool)), now,
-                                  self.timing.heartbeat_s)[0] for pool in POOLS}
-        self._hosts = (loop.time(), hosts)
-        self._note_hosts(hosts)
-        return hosts
-
-    def _note_hosts(self, hosts: dict[str, dict[str, dict]]) -> None:
-        """Tell the operator which hosts joined or left each pool since the last look."""
-        for pool, reports in hosts.items():
-            now, before = set(reports), self._seen.get(pool, set())
-            for name in sorted(now - before):
-                log.info("sandbox host %s joined pool %s (%d live)", name, pool, len(now))
-            for name in sorted(before - now):
-                log.warning("sandbox host %s left pool %s (%d live)", name, pool, len(now))
-            if before and not now:
-                log.error("no live sandbox host in pool %s: its code answers are refused "
-                          "until one reports", pool)
-            self._seen[pool] = now
+        if fresh or loop.time() - self._looked >= HOSTS_FRESH_S:
+            await self.watch.look(self.redis)
+            self._looked = loop.time()
+        return self.watch.live
 
     async def info(self) -> ServiceInfo:
         """Code runs when any live host runs it, or when no host has reported yet (they
@@ -229,7 +211,6 @@ class FleetClient:
                     stats.in_flight[(pool, name)] = int(report.get("in_flight") or 0)
         except (RedisError, OSError) as exc:
             self.link.failed(exc)
-            self._note_hosts({pool: {} for pool in POOLS})
             return FleetStats(queue=dict.fromkeys(POOLS, 0), live=dict.fromkeys(POOLS, 0),
                               reclaims=dict(self._reclaims), up=False,
                               problem=self.link.problem)
@@ -283,11 +264,12 @@ class FleetClient:
         return result
 
     async def _pool(self, device: str) -> str:
-        """The pool to send a run to; SandboxBusy ("no_host") when it has no live host (a
-        host that just joined is looked for before refusing)."""
+        """The pool to send a run to; SandboxBusy ("no_host") when none of its hosts has
+        reported for three beats (a host that just joined is looked for first)."""
         hosts = await self.hosts()
         pool = "cuda" if device == "cuda" and hosts["cuda"] else "cpu"
-        if not hosts[pool] and not (await self.hosts(fresh=True))[pool]:
+        if not hosts[pool] and not (await self.hosts(fresh=True))[pool] \
+                and self.watch.hostless(pool):
             raise self._refuse("no_host", NO_HOST)
         return pool
 
@@ -366,9 +348,9 @@ class FleetClient:
         run.future.set_result(reply)
 
     async def _answer_hostless(self) -> None:
-        """Runs waiting in a pool that no live host serves any more are answered now, not
-        at their deadline: nothing would run them (a host that comes back later may, and
-        its reply is dropped)."""
+        """Runs waiting in a pool whose hosts have not reported for three beats are
+        answered now, not at their deadline: nothing would run them (a host that comes back
+        later may, and its reply is dropped)."""
         waiting = {run.pool for run in self._runs.values() if not run.future.done()}
         if not waiting:
             return
@@ -376,8 +358,10 @@ class FleetClient:
         if any(not hosts[pool] for pool in waiting):
             hosts = await self.hosts(fresh=True)
         for run in self._runs.values():
-            if not run.future.done() and not hosts[run.pool]:
-                run.future.set_result(failed("no code runner is up to run it", "no_host"))
+            if not run.future.done() and not hosts[run.pool] and self.watch.hostless(run.pool):
+                run.future.set_result(failed(
+                    f"no sandbox host has reported for {BEATS * self.timing.heartbeat_s:.0f} s",
+                    "no_host"))
 
     async def _after_a_loss(self, last: str) -> str:
         """Whether Redis lost its data (a restart without persistence): then the runs this
@@ -392,6 +376,7 @@ class FleetClient:
         log.error("the sandbox broker lost its queue; sending %d waiting runs again",
                   len(self._runs))
         self._epoch = epoch
+        self.watch.data_lost()
         await self.clock.sync(self.redis)
         for run in list(self._runs.values()):
             if run.future.done():
