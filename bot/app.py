@@ -115,13 +115,15 @@ def build(settings: Settings | None = None, *, database_url: str | None = None,
 
 
 def start_sandbox(tutor: Tutor, address: str | None = None,
-                  allow_unbounded_memory: bool = False) -> BackgroundSandbox | None:
+                  allow_unbounded_memory: bool = False,
+                  **client_options) -> BackgroundSandbox | None:
     """Code cards are served only when their answers can be judged, under a memory limit
     (or the operator's explicit opt-in). The sandbox client lives on its own loop thread,
     so its I/O never waits on the gateway's loop. A fleet's Redis that does not answer yet
-    is tried again in the background: code cards come on when it answers."""
-    sandbox = BackgroundSandbox(client_for(address,
-                                           allow_unbounded_memory=allow_unbounded_memory))
+    is tried again in the background: code cards come on when it answers. `client_options`:
+    the client's own (limits, timing, ...), for benchmarks."""
+    sandbox = BackgroundSandbox(client_for(address, allow_unbounded_memory=allow_unbounded_memory,
+                                           **client_options))
     try:
         sandbox.start()
     except Exception:  # noqa: BLE001

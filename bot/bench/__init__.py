@@ -11,8 +11,8 @@ import importlib
 
 # name -> the module whose bench_<name>(args) runs it
 BENCHMARKS = {name: f"bot.bench.{name}" for name in
-              ("answers", "checker", "discord", "leaderboard", "learning", "reminders",
-               "sandbox")}
+              ("answers", "checker", "discord", "faults", "leaderboard", "learning",
+               "reminders", "sandbox")}
 
 
 def run_benchmark(name: str, args) -> dict:

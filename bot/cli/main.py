@@ -220,6 +220,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="discord: measurements of each bot, in alternating order")
     bench.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                        help="sandbox: where the learner's loop runs")
+    bench.add_argument("--fast", action="store_true",
+                       help="faults: the tests' short limits, heartbeats and takeovers")
+    bench.add_argument("--only", help="faults: these faults only (comma-separated names)")
     bench.set_defaults(func=cmd_bench)
     return parser
 
