@@ -28,7 +28,7 @@ from bot.bench.local_redis import LocalRedis
 from bot.engine.served_cards import CardInPlay, ServedCards
 from bot.engine.tutor import TutorError
 from bot.observability import FLEET, REGISTRY
-from bot.sandbox.broker import FleetTiming, connect
+from bot.sandbox.broker import GROUP, FleetTiming, Keys, connect
 from bot.sandbox.client import PROJECT_ROOT, service_environment
 from bot.sandbox.protocol import Limits
 from bot.sandbox.service import BROKER_VARIABLE
@@ -151,16 +151,21 @@ class Bed:
         return {host: int(report.get("runs") or 0) for host in self.hosts
                 for name, report in reports.items() if f"-{host.process.pid}-" in name}
 
-    async def run_in_hand(self, before: dict[Host, int]) -> Host:
-        """The host that started a run since `before` (a look at `runs_by_host`)."""
-        found: list[Host] = []
-
-        def started() -> bool:
-            found[:] = [h for h, n in self.runs_by_host().items() if n > before.get(h, 0)]
-            return bool(found)
-
-        await self.until(started, "a host starting the run", 60)
-        return found[0]
+    async def run_in_hand(self) -> Host:
+        """The host holding a run now: the consumer its job is pending with (the stream's
+        own record, at once; a heartbeat's count would come up to a beat late)."""
+        looker = connect(self.redis.admin_url)
+        try:
+            while True:
+                for entry in await looker.xpending_range(Keys().jobs("cpu"), GROUP, "-", "+",
+                                                         10):
+                    holder = next((h for h in self.hosts
+                                   if f"-{h.process.pid}-" in entry["consumer"]), None)
+                    if holder is not None:
+                        return holder
+                await asyncio.sleep(0.05)
+        finally:
+            await looker.aclose()
 
     @staticmethod
     async def until(condition, what: str, timeout_s: float = START_S) -> float:

@@ -58,9 +58,9 @@ async def last_host_dies_mid_run(bed: Bed) -> dict:
 
 
 async def _killed_mid_run(bed: Bed) -> dict:
-    playing, since, before = bed.serve(), time.monotonic(), bed.runs_by_host()
+    playing, since = bed.serve(), time.monotonic()
     answer = asyncio.ensure_future(bed.submit(playing, bed.code(sleep_s=NAP_S)))
-    (await bed.run_in_hand(before)).kill()
+    (await asyncio.wait_for(bed.run_in_hand(), 60)).kill()
     row = await answer
     row["operator_sees"] = {**bed.health(),
                             "log": bed.tap.first(since, r"left pool|took over|not judged")}
@@ -84,9 +84,9 @@ async def redis_down(bed: Bed) -> dict:
 
 async def redis_loses_its_data(bed: Bed) -> dict:
     await bed.live(1)
-    playing, since, before = bed.serve(), time.monotonic(), bed.runs_by_host()
+    playing, since = bed.serve(), time.monotonic()
     answer = asyncio.ensure_future(bed.submit(playing, bed.code(sleep_s=NAP_S)))
-    await bed.run_in_hand(before)
+    await asyncio.wait_for(bed.run_in_hand(), 60)
     await asyncio.to_thread(bed.redis.restart)  # a crash with nothing kept
     row = await answer
     row["operator_sees"] = {**bed.health(),
@@ -127,7 +127,8 @@ async def bot_starts_while_redis_is_away(bed: Bed) -> dict:
     off = not any(card.type == "code" for card in tutor.servable())
     row = {"learner_sees": "no code cards (the others are served)" if off else
            "code cards served", "learner_waited_s": 0.0, "recorded": False,
-           "operator_sees": {"log": bed.tap.first(since, r"code cards are off|cannot reach")}}
+           "operator_sees": await _seen(bed, "redis: ", r"code cards are off|cannot reach",
+                                        since)}
     started = time.monotonic()
     bed.redis.start()
     row["recovery"] = "Redis started: code cards come on by themselves"
