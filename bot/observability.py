@@ -142,8 +142,9 @@ class FleetCollector:
         reasons = []
         if not stats.up:
             reasons.append(f"redis: {stats.problem or 'unreachable'}")
-        elif not stats.live.get("cpu"):
-            reasons.append("no live sandbox host in pool cpu: code answers are refused")
+        elif stats.hostless.get("cpu"):
+            reasons.append("no sandbox host in pool cpu has reported for three heartbeats: "
+                           "code answers are refused")
         if age > FLEET_STALE_S:
             reasons.append(f"no look at the fleet for {age:.0f} s")
         return {"redis": "reachable" if stats.up else "unreachable",

@@ -26,7 +26,7 @@ NAP_S = 1.0  # a run sleeps this long first, so that a fault can come while it r
 async def no_host(bed: Bed) -> dict:
     playing = bed.serve()
     row = await bed.submit(playing, bed.code())
-    row["operator_sees"] = await _seen(bed, "no live sandbox host", r"not judged")
+    row["operator_sees"] = await _seen(bed, "no sandbox host in pool cpu", r"not judged")
     started = time.monotonic()
     bed.host()
     row["recovery"] = "a host started (torch import, first heartbeat)"

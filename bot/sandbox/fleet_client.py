@@ -83,6 +83,8 @@ class FleetStats:
     in_flight: dict[tuple[str, str], int] = field(default_factory=dict)  # (pool, host)
     reclaims: dict[str, int] = field(default_factory=dict)  # per pool, since Redis began
     live: dict[str, int] = field(default_factory=dict)  # per pool: hosts heard from lately
+    # per pool: no host has reported for three beats (its runs are refused)
+    hostless: dict[str, bool] = field(default_factory=dict)
     up: bool = True
     problem: str | None = None
 
@@ -207,6 +209,7 @@ class FleetClient:
                                            or 0)
             for pool, reports in (await self.hosts(fresh=True)).items():
                 stats.live[pool] = len(reports)
+                stats.hostless[pool] = self.watch.hostless(pool)
                 for name, report in reports.items():
                     stats.in_flight[(pool, name)] = int(report.get("in_flight") or 0)
         except (RedisError, OSError) as exc:

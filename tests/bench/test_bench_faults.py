@@ -25,6 +25,6 @@ def test_bench_faults_reports_what_the_learner_and_the_operator_see():
         assert row["recorded"] is False and row["ok"] is True
         assert row["operator_sees"]["status"] == "degraded" and row["operator_sees"]["log"]
         assert row["recovery_s"] > 0
-    assert "no live sandbox host" in rows["no_host"]["operator_sees"]["reasons"][0]
+    assert "no sandbox host in pool cpu" in rows["no_host"]["operator_sees"]["reasons"][0]
     assert rows["redis_down"]["operator_sees"]["reasons"][0].startswith("redis: cannot reach")
     assert report["ok"] is True and result.returncode == 0
