@@ -36,6 +36,7 @@ GROUP = "hosts"
 PREFIX = "tutor:sandbox:"
 BOT_USER, HOST_USER = "tutor-bot", "tutor-sandbox"
 MAX_CONNECTIONS = 64  # per process: a blocking read each, and a few commands at once
+BEATS = 3  # heartbeats a host may miss before it is gone (its runs are taken over)
 
 
 def is_broker(address: str | None) -> bool:
@@ -149,7 +150,7 @@ def live_hosts(reports: dict[str, str], now_ms: int,
                heartbeat_s: float) -> tuple[dict[str, dict], list[str]]:
     """A pool's `hosts:{pool}` hash split in two: the reports heard within three beats, and
     the names of the rest (gone, or unreadable)."""
-    stale = now_ms - 3 * heartbeat_s * 1000
+    stale = now_ms - BEATS * heartbeat_s * 1000
     live, gone = {}, []
     for name, value in reports.items():
         try:
@@ -211,7 +212,8 @@ return 1
 _BOT_COMMANDS = ("eval", "evalsha", "script|load", "set", "get", "del", "zadd", "zrem",
                  "zcard", "zrange", "zremrangebyscore", "pexpire", "time", "xadd", "xlen",
                  "xread", "hgetall", "ping", "hello", "auth")
-_HOST_COMMANDS = ("xreadgroup", "xack", "xautoclaim", "xpending", "xdel", "xgroup|create",
+_HOST_COMMANDS = ("xreadgroup", "xack", "xautoclaim", "xclaim", "xpending", "xdel",
+                  "xgroup|create",
                   "xgroup|delconsumer", "xinfo|consumers", "xadd", "pexpire", "time", "hset",
                   "hdel", "hgetall", "incrby", "set", "get", "ping", "hello", "auth")
 # The default user stays off (a connection that has not logged in can do nothing, and no one

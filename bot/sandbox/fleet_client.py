@@ -27,6 +27,7 @@ from redis.exceptions import RedisError
 
 from bot.sandbox.broker import (
     ADMIT,
+    BEATS,
     POOLS,
     PREFIX,
     RELEASE,
@@ -40,7 +41,7 @@ from bot.sandbox.broker import (
 )
 from bot.sandbox.broker_link import BrokerLink, problem
 from bot.sandbox.client import SandboxBusy, SandboxClient
-from bot.sandbox.fleet_hosts import BEATS, HostWatch
+from bot.sandbox.fleet_hosts import HostWatch
 from bot.sandbox.protocol import Limits, RunResult, ServiceInfo, busy, decode, failed
 
 log = logging.getLogger(__name__)

@@ -33,7 +33,7 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from bot.sandbox.broker import GROUP, Clock, FleetTiming, Keys, entry_ms, live_hosts
+from bot.sandbox.broker import BEATS, GROUP, Clock, FleetTiming, Keys, entry_ms, live_hosts
 from bot.sandbox.broker_link import REPEAT_S, BrokerLink
 from bot.sandbox.protocol import encode, failed
 
@@ -157,15 +157,36 @@ class FleetHost:
         return None
 
     async def _reclaim(self) -> tuple[str, dict, int] | None:
+        """A job to take over: one whose host stopped beating (three heartbeats missed), or
+        one silent past the longest request's time whatever its host says."""
         _, entries, deleted = await self.redis.xautoclaim(
             self.jobs, GROUP, self.name, int(self.timing.claim_idle_s * 1000), "0-0", count=1)
         if deleted:  # trimmed while their host was silent: nothing to run
             await self.redis.xack(self.jobs, GROUP, *deleted)
-        for entry_id, fields in entries:  # counted as a takeover once it is run (`_handle`)
+        for entry_id, fields in entries or await self._of_the_gone():
+            # counted as a takeover once it is run (`_handle`)
             pending = await self.redis.xpending_range(self.jobs, GROUP, entry_id, entry_id, 1)
             deliveries = pending[0]["times_delivered"] if pending else 2
             return entry_id, fields, max(deliveries, 2)
         return None
+
+    async def _of_the_gone(self) -> list[tuple[str, dict]]:
+        """A job held by a host that has not reported for three beats (a machine that died:
+        its runs need not wait for `claim_idle_s`), claimed for this host."""
+        beats_ms = int(BEATS * self.timing.heartbeat_s * 1000)
+        live, _ = live_hosts(await self.redis.hgetall(self.keys.hosts(self.pool)),
+                             self.clock.now_ms(), self.timing.heartbeat_s)
+        for consumer in await self.redis.xinfo_consumers(self.jobs, GROUP):
+            name = consumer["name"]
+            if name == self.name or name in live or not consumer["pending"]:
+                continue
+            for entry in await self.redis.xpending_range(self.jobs, GROUP, "-", "+", 1,
+                                                         consumername=name, idle=beats_ms):
+                claimed = await self.redis.xclaim(self.jobs, GROUP, self.name, beats_ms,
+                                                  [entry["message_id"]])
+                if claimed:
+                    return claimed
+        return []
 
     # -- one job -------------------------------------------------------------------------
 

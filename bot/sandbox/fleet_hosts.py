@@ -11,10 +11,9 @@ from __future__ import annotations
 import json
 import logging
 
-from bot.sandbox.broker import POOLS, Clock, Keys, live_hosts
+from bot.sandbox.broker import BEATS, POOLS, Clock, Keys, live_hosts
 
 log = logging.getLogger("bot.sandbox.fleet_client")
-BEATS = 3  # missed heartbeats before a host, or a pool's last, is gone
 
 
 class HostWatch:

@@ -80,6 +80,19 @@ async def test_a_host_killed_mid_run_loses_it_to_the_other(redis, fleet):
     assert await reclaims(redis) == 1
 
 
+async def test_a_dead_hosts_run_is_taken_over_once_it_misses_three_beats(redis, fleet):
+    # Takeover by silence alone would wait 10 minutes here: the dead host's missed
+    # heartbeats (1.5 s) are what hand its run to the other.
+    hosts = await fleet.start(2, fleet={"claim_idle_s": 600.0})
+    run = asyncio.ensure_future(fleet.client.run(SLEEPER, learner="orphaned"))
+    busy = await wait_until(lambda: next((h for h in hosts if sleeping_child(h.pid)), None),
+                            what="the run sleeping on a host")
+    busy.kill()
+    result = await run
+    assert (result.status, result.stdout) == (OK, "awake\n")
+    assert await reclaims(redis) == 1
+
+
 async def test_a_run_lost_twice_is_answered_as_a_crash(redis, fleet):
     # Two hosts that take the run and die before answering, played by the hosts' user.
     # They beat once, which this bot believes for a minute (its heartbeat is 20 s): a run
