@@ -42,7 +42,8 @@ def test_compose_services_use_real_tutor_commands():
         assert args.broker is None
         assert services[host]["environment"]["SANDBOX_BROKER"].startswith(
             "redis://tutor-sandbox:${REDIS_SANDBOX_PASSWORD")
-        assert services[host]["depends_on"] == ["redis"]
+        # Started once Redis has loaded its data and lets users in (its healthcheck).
+        assert services[host]["depends_on"] == {"redis": {"condition": "service_healthy"}}
         # cgroup v2 delegation: a writable cgroupfs and a cgroup namespace of the worker's own.
         assert services[host]["privileged"] is True
         assert services[host]["cgroup"] == "private"
@@ -80,5 +81,41 @@ def test_compose_holds_no_redis_password():
     passwords = re.findall(r"rediss?://[^:/@\s]+:([^@\n]+)@", text)
     assert passwords and all(re.fullmatch(r"\$\{REDIS_(BOT|SANDBOX)_PASSWORD:\?[^}]*\}", p)
                              for p in passwords), passwords
-    for name in ACL_PASSWORDS:
-        assert re.findall(rf"{name}: (.*)", text) == [f"${{{name}:?set {name} in .env}}"]
+    # Only the ACL writer sees both; Redis checks its own health as the bots' user.
+    assert re.findall(r"REDIS_SANDBOX_PASSWORD: (.*)", text) == [
+        "${REDIS_SANDBOX_PASSWORD:?set REDIS_SANDBOX_PASSWORD in .env}"]
+    assert re.findall(r"REDIS_BOT_PASSWORD: (.*)", text) == [
+        "${REDIS_BOT_PASSWORD:?set REDIS_BOT_PASSWORD in .env}"] * 2
+
+
+def test_the_bot_gets_only_its_own_settings_never_the_whole_env_file():
+    bot = _compose()["bot"]
+    assert bot["env_file"] == [{"path": "bot.env", "required": False}]
+    assert set(bot["environment"]) == {"DISCORD_TOKEN", "SANDBOX", "SANDBOX_ADDRESS",
+                                       "DATABASE_URL"}
+    assert "REDIS_SANDBOX_PASSWORD" not in str(bot)
+    assert "bot.env" in (REPO / ".gitignore").read_text().split()
+
+
+def test_every_service_waits_for_what_it_needs_and_says_when_it_is_ready():
+    services = _compose()
+    redis_check = " ".join(services["redis"]["healthcheck"]["test"])
+    assert "--user tutor-bot" in redis_check and "PONG" in redis_check
+    postgres = services["postgres"]
+    assert "pg_isready" in " ".join(postgres["healthcheck"]["test"])
+    assert postgres["environment"]["POSTGRES_PASSWORD"] == "${POSTGRES_PASSWORD:-}"
+    assert services["bot"]["depends_on"] == {
+        "redis": {"condition": "service_healthy"},
+        "postgres": {"condition": "service_healthy", "required": False}}
+
+
+def test_the_gpu_host_is_given_a_gpu_and_images_are_the_ones_readme_names():
+    services = _compose()
+    devices = services["sandbox-gpu"]["deploy"]["resources"]["reservations"]["devices"]
+    assert devices == [{"driver": "nvidia", "count": 1, "capabilities": ["gpu"]}]
+    assert services["sandbox-gpu"]["image"] == "srs-tutor:gpu"  # not the CPU image's tag
+    for name in ("bot", "sandbox", "redis-acl"):
+        assert services[name]["image"] == "srs-tutor:latest"
+    readme = (REPO / "README.md").read_text()
+    assert "docker build -t srs-tutor ." in readme
+    assert re.search(r"docker run [^`]*\bsrs-tutor\b", readme)
