@@ -132,6 +132,15 @@ class Bed:
         self.hosts.append(host)
         return host
 
+    async def hosts_up(self, count: int) -> None:
+        """Exactly `count` hosts running and reporting (started or stopped as needed)."""
+        running = [host for host in self.hosts if host.process.poll() is None]
+        for host in running[count:]:
+            host.stop()
+        for _ in range(count - len(running)):
+            self.host()
+        await self.live(count)
+
     def live_hosts(self) -> int:
         try:
             return len(self._fleet(lambda c: c.hosts(fresh=True))["cpu"])

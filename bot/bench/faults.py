@@ -36,10 +36,10 @@ async def no_host(bed: Bed) -> dict:
 
 
 async def host_dies_mid_run(bed: Bed) -> dict:
-    bed.host()
-    await bed.live(2)
+    await bed.hosts_up(2)
     before = bed.counters()
     row = await _killed_mid_run(bed)
+    await bed.until(lambda: bed.moved(before, bed.counters()), "the takeover counted", 30)
     row["operator_sees"]["counters"] = bed.moved(before, bed.counters())
     row["recovery"] = "none needed: another host took the run over and ran it"
     row["recovery_s"] = 0.0
@@ -47,7 +47,7 @@ async def host_dies_mid_run(bed: Bed) -> dict:
 
 
 async def last_host_dies_mid_run(bed: Bed) -> dict:
-    await bed.live(1)
+    await bed.hosts_up(1)
     row = await _killed_mid_run(bed)
     started = time.monotonic()
     bed.host()
@@ -68,7 +68,7 @@ async def _killed_mid_run(bed: Bed) -> dict:
 
 
 async def redis_down(bed: Bed) -> dict:
-    await bed.live(1)
+    await bed.hosts_up(1)
     playing = bed.serve()  # the learner writes their loop, meanwhile Redis goes
     since = time.monotonic()
     bed.redis.stop(kill=True)
@@ -83,7 +83,7 @@ async def redis_down(bed: Bed) -> dict:
 
 
 async def redis_loses_its_data(bed: Bed) -> dict:
-    await bed.live(1)
+    await bed.hosts_up(1)
     playing, since = bed.serve(), time.monotonic()
     answer = asyncio.ensure_future(bed.submit(playing, bed.code(sleep_s=NAP_S)))
     await asyncio.wait_for(bed.run_in_hand(), 60)
@@ -97,7 +97,7 @@ async def redis_loses_its_data(bed: Bed) -> dict:
 
 
 async def redis_restarts_with_its_log(bed: Bed) -> dict:
-    await bed.live(1)
+    await bed.hosts_up(1)
     runs = bed.runs_on_hosts() + 5
     for _ in range(5):  # answered runs, whose jobs the log keeps answered
         await bed.submit(bed.serve(), bed.code())
