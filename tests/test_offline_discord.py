@@ -87,7 +87,7 @@ async def launch_bot(server: OfflineDiscord, tmp: Path) -> BotProcess:
     with log.open("wb") as out:
         proc = await asyncio.create_subprocess_exec(
             sys.executable, str(script), env=env, stdout=out, stderr=asyncio.subprocess.STDOUT)
-    return BotProcess(proc, log)
+    return BotProcess(proc, log, interrupts=2)  # plain discord.py: see BotProcess
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

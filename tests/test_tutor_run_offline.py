@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import signal
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import aiohttp
 import pytest
@@ -103,6 +106,31 @@ async def test_tutor_run_serves_review_and_explains_a_wrong_click(tmp_path):
     log = bot.log.read_text()
     assert rc == 0, log
     assert "synced 10 global commands: review, learn, practice" in log, log
+    assert "SIGINT: closing the gateway and stopping" in log, log
+    assert "Traceback" not in log
+
+
+@pytest.mark.timeout(240)
+async def test_sigterm_stops_tutor_run_as_ctrl_c_does(tmp_path):
+    # docker stop sends SIGTERM: the bot closes the gateway (code 1000) and its sandbox
+    # service, and exits 0, as on Ctrl-C; the service is gone when the bot is (it waited).
+    server = await OfflineDiscord().start()
+    bot = await launch_tutor(server, tmp_path, sqlite_url(tmp_path / "tutor.db"), free_port())
+    try:
+        await server.wait_ready(timeout=STARTUP_S)
+        log = await wait_for_log(bot, "code sandbox ready")
+        assert server.connected == 1
+    finally:
+        rc = await bot.stop(signal.SIGTERM)
+    try:
+        await server._wait(lambda: server.connected == 0, STARTUP_S, "gateway disconnect")
+    finally:
+        await server.stop()
+    log = bot.log.read_text()
+    assert rc == 0, log
+    assert "SIGTERM: closing the gateway and stopping" in log, log
+    service = int(re.search(r"code sandbox ready \(worker pid (\d+)\)", log)[1])
+    assert not Path(f"/proc/{service}").exists(), "the sandbox service outlived the bot"
     assert "Traceback" not in log
 
 

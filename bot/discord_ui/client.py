@@ -4,9 +4,11 @@ settings and runs it with `connect`."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 import re
+import signal
 from collections.abc import Iterator
 
 import discord
@@ -30,6 +32,7 @@ from bot.observability import HealthServer
 
 log = logging.getLogger(__name__)
 OUT_OF_DATE = "This {what} is out of date. Use **/review** or **/learn** for a card."
+CLOSE_GRACE_S = 30.0  # a closed client's start returns at once; this only bounds a stuck one
 
 
 def intents() -> discord.Intents:
@@ -160,6 +163,37 @@ class ShardedTutorBot(TutorClient, discord.AutoShardedClient):
     count, or the one configured; with shard ids, this process runs only those shards."""
 
 
+async def _serve(bot: discord.Client, token: str) -> None:
+    """Serve until a signal. SIGINT (Ctrl-C) or SIGTERM (docker stop) closes the client:
+    the gateway with code 1000, then discord.py's start returns and the bot exits. That
+    close does not wait on this task's cancellation, which asyncio.run's own Ctrl-C handling
+    relies on and Python 3.11 can lose (asyncio.wait_for swallows it when what it waits for
+    has just finished): the bot then ran on until a second Ctrl-C. A second signal, or a
+    client still running CLOSE_GRACE_S after its close (one closed while it was connecting
+    can be), cancels the task."""
+    loop, task = asyncio.get_running_loop(), asyncio.current_task()
+
+    async def close() -> None:
+        await bot.close()
+        await asyncio.sleep(CLOSE_GRACE_S)
+        task.cancel()
+
+    closing: list[asyncio.Task] = []
+
+    def stop(number: signal.Signals) -> None:
+        if closing:
+            log.warning("%s again: stopping without waiting", number.name)
+            task.cancel()
+            return
+        log.info("%s: closing the gateway and stopping", number.name)
+        closing.append(asyncio.create_task(close()))
+
+    for number in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(number, stop, number)
+    async with bot:
+        await bot.start(token)
+
+
 def make_bot(tutor: Tutor, *, shard_count: int | None = None,
              shard_ids: list[int] | None = None, **options) -> discord.Client:
     """One connection, or several shards (a count, and which of them this process runs)."""
@@ -185,9 +219,12 @@ def _field_values(node, custom_id: str) -> Iterator[str]:
 
 
 def connect(bot: discord.Client, token: str) -> int:
-    """Run the bot until it is stopped: 0, or 2 when Discord refuses the token."""
+    """Run the bot until SIGINT or SIGTERM stops it: 0, or 2 when Discord refuses the token.
+    (discord.py's Client.run, without its logging set-up: the CLI configures logging.)"""
     try:
-        bot.run(token, log_handler=None)  # logging is configured by the CLI
+        asyncio.run(_serve(bot, token))
+    except asyncio.CancelledError:  # a second signal: stopped without waiting for the close
+        return 130
     except discord.LoginFailure:
         log.error("Discord rejected the token: check DISCORD_TOKEN (Developer Portal > Bot).")
         return 2

@@ -229,11 +229,21 @@ def main(argv: list[str] | None = None) -> None:
     if not seccomp.available():  # loads libseccomp now, before any child is forked
         log.error("libseccomp is missing: sandbox children cannot be locked down")
     control = socket.socket(fileno=args.control)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    signal.signal(signal.SIGTERM, lambda *_: _leave())
     try:
         serve(ChildForker(Limits(**args.limits)), control)
     except (ConnectionError, EOFError):
         pass
+    _leave()
+
+
+def _leave() -> None:
+    """Exit without the interpreter's teardown: nothing here needs it (the service removes
+    the cgroups, and each child dies with the zygote: PR_SET_PDEATHSIG), and unloading torch
+    took seconds on a busy machine while the service, and a bot stopping, waited on it."""
+    logging.shutdown()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -12,34 +13,41 @@ from pathlib import Path
 from bot.bench.offline_discord import InteractionRecord, OfflineDiscord
 from tests.helpers.paths import REPO
 
-__all__ = ["STARTUP_S", "BotProcess", "InteractionRecord", "OfflineDiscord", "free_port",
-           "launch_tutor", "wait_for_log"]
+__all__ = ["STARTUP_S", "STOP_S", "BotProcess", "InteractionRecord", "OfflineDiscord",
+           "free_port", "launch_tutor", "wait_for_log"]
 
-# Bounds for a hung bot only: the waits end as soon as the bot is up. A cold start (imports,
-# the sandbox's torch) took over 20 s on the 2-core CI box with another suite running.
+# Bounds for a hung bot only: the waits end as soon as the bot is up, or gone. A cold start
+# (imports, the sandbox's torch) took over 20 s on the 2-core CI box with another suite
+# running; a stop takes a few seconds there.
 STARTUP_S = 120
+STOP_S = 120
+# A bare discord.py bot's first Ctrl-C can be lost (below): the wait before the second.
+LOST_SIGINT_S = 30
 
 
 class BotProcess:
-    """A bot running in its own process against the offline Discord."""
+    """A bot running in its own process against the offline Discord. `interrupts`: how many
+    Ctrl-Cs a stop may send. One for `tutor run`, which stops on the first. A bare
+    discord.py bot (Client.run) gets a second: asyncio.run's Ctrl-C handling cancels its
+    task, and Python 3.11's asyncio.wait_for swallows that cancellation if it lands just as
+    discord.py's connect step finishes."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, log: Path):
-        self.proc, self.log = proc, log
+    def __init__(self, proc: asyncio.subprocess.Process, log: Path, interrupts: int = 1):
+        self.proc, self.log, self.interrupts = proc, log, interrupts
 
-    async def stop(self, timeout: float = 30.0) -> int:
-        """Ctrl-C, waiting until the process exits: Client.run closes the websocket (code
-        1000) and returns. The wait ends as soon as it does; `timeout` only bounds a hung
-        process on a busy machine. A second SIGINT covers Python 3.11's asyncio.wait_for
-        swallowing the first one's cancellation if it lands just as discord.py's connect
-        step finishes; SIGKILL is the last resort."""
-        for sig in (signal.SIGINT, signal.SIGINT, signal.SIGKILL):
+    async def stop(self, sig: signal.Signals = signal.SIGINT) -> int:
+        """`sig` (Ctrl-C, or SIGTERM as docker stop sends), then a wait until the process
+        exits: it closes the websocket (code 1000) and returns. The wait ends as soon as it
+        does; STOP_S only bounds a hung process, which is then killed (-9: the test fails)."""
+        for sent in range(1, self.interrupts + 1):
             if self.proc.returncode is not None:
                 break
             self.proc.send_signal(sig)
-            try:
-                await asyncio.wait_for(self.proc.wait(), timeout)
-            except TimeoutError:
-                pass
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.proc.wait(),
+                                       STOP_S if sent == self.interrupts else LOST_SIGINT_S)
+        if self.proc.returncode is None:
+            self.proc.kill()
         return await self.proc.wait()
 
 
