@@ -12,7 +12,7 @@ import pexpect
 import pytest
 
 from bot.terminal import Console
-from tests.helpers.console import letter_of, letters, shown_letters
+from tests.helpers.console import letter_of, letters, shown_letters, typed
 from tests.helpers.paths import REPO
 from tests.helpers.records import RIGHT
 
@@ -21,25 +21,7 @@ WHY = {"To average gradients over the micro-batches", "To train faster", "To sav
 
 def play(tutor, lines: list, learner_name: str = "sam", scheduler: str | None = None,
          remediation: bool | None = None) -> str:
-    """Type `lines`; a callable line is given what was printed so far (to find the letter
-    an option is shown under)."""
-    learner = tutor.learner(f"local:{learner_name}", display_name=learner_name)
-    feed = iter(lines)
-
-    def read(prompt: str) -> str:
-        out.write(prompt)
-        try:
-            line = next(feed)
-        except StopIteration:
-            raise EOFError from None
-        line = line(out.getvalue()) if callable(line) else line
-        out.write(line + "\n")
-        return line
-
-    out = io.StringIO()
-    assert Console(tutor, learner, "mini", out=out, read=read, scheduler=scheduler,
-                   remediation=remediation).run() == 0
-    return out.getvalue()
+    return typed(tutor, lines, learner_name, scheduler=scheduler, remediation=remediation)
 
 
 def test_a_wrong_chip_is_explained_then_the_right_one_is_scheduled(tutor):

@@ -6,7 +6,6 @@ judge, the stored card's path Discord uses, and the terminal."""
 
 from __future__ import annotations
 
-import io
 import logging
 
 import pytest
@@ -15,7 +14,7 @@ import sqlalchemy as sa
 from bot.engine.served_cards import ServedCards
 from bot.engine.tutor import NotJudged, Tutor
 from bot.observability import SANDBOX_UNJUDGED
-from bot.terminal import Console
+from tests.helpers.console import typed
 from tests.helpers.faults import CAUSE, FAULTS, FaultyJudge
 from tests.helpers.train_loop import REFERENCE
 
@@ -69,21 +68,8 @@ def test_the_stored_card_is_untouched_and_the_operator_is_told(fault, judge, sto
 
 def test_the_terminal_says_so_and_keeps_the_card(fault, judge, store, mini_library, clock):
     tutor = Tutor(store, mini_library, clock=clock, code_judge=judge)
-    learner = tutor.learner("local:sam", display_name="sam")
-    feed = iter([*REFERENCE.splitlines(), "EOF", "q"])
-    out = io.StringIO()
-
-    def read(prompt: str) -> str:
-        out.write(prompt)
-        try:
-            line = next(feed)
-        except StopIteration:
-            raise EOFError from None
-        out.write(line + "\n")
-        return line
-
-    assert Console(tutor, learner, "mini", out=out, read=read, topic="loop").run() == 0
-    text = out.getvalue()
+    text = typed(tutor, [*REFERENCE.splitlines(), "EOF", "q"], topic="loop")
+    learner = tutor.learner("local:sam")
     assert "Your code was not judged: " in text
     after = text.split("Your code was not judged: ", 1)[1]
     assert "code> " in after  # asked for the code again: the card stayed open

@@ -212,6 +212,14 @@ class Bed:
         return {"learner_sees": said, "learner_waited_s": round(time.monotonic() - started, 1),
                 "recorded": self.app.store.reviews.get(playing.served.serve_id) is not None}
 
+    async def recovered(self, repair: str, do, playing: CardInPlay | None = None) -> dict:
+        """`do()` the repair, then time it until a card's answer (`playing`, or a new card)
+        is judged again: the row's recovery."""
+        started = time.monotonic()
+        await do() if asyncio.iscoroutinefunction(do) else do()
+        await self.until_judged(playing or self.serve(), self.code())
+        return {"recovery": repair, "recovery_s": round(time.monotonic() - started, 1)}
+
     async def until_judged(self, playing: CardInPlay, code: str) -> float:
         """Seconds until the same card's answer is judged, sent again every second."""
         started = time.monotonic()

@@ -27,12 +27,8 @@ async def no_host(bed: Bed) -> dict:
     playing = bed.serve()
     row = await bed.submit(playing, bed.code())
     row["operator_sees"] = await _seen(bed, "no sandbox host in pool cpu", r"not judged")
-    started = time.monotonic()
-    bed.host()
-    row["recovery"] = "a host started (torch import, first heartbeat)"
-    await bed.until_judged(playing, bed.code())
-    row["recovery_s"] = round(time.monotonic() - started, 1)
-    return row
+    return {**row, **await bed.recovered("a host started (torch import, first heartbeat)",
+                                         bed.host, playing)}
 
 
 async def host_dies_mid_run(bed: Bed) -> dict:
@@ -49,12 +45,7 @@ async def host_dies_mid_run(bed: Bed) -> dict:
 async def last_host_dies_mid_run(bed: Bed) -> dict:
     await bed.hosts_up(1)
     row = await _killed_mid_run(bed)
-    started = time.monotonic()
-    bed.host()
-    row["recovery"] = "a host started"
-    await bed.until_judged(bed.serve(), bed.code())
-    row["recovery_s"] = round(time.monotonic() - started, 1)
-    return row
+    return {**row, **await bed.recovered("a host started", bed.host)}
 
 
 async def _killed_mid_run(bed: Bed) -> dict:
@@ -74,12 +65,8 @@ async def redis_down(bed: Bed) -> dict:
     bed.redis.stop(kill=True)
     row = await bed.submit(playing, bed.code())
     row["operator_sees"] = await _seen(bed, "redis: ", r"cannot reach Redis", since)
-    started = time.monotonic()
-    bed.redis.start()
-    row["recovery"] = "Redis started again (its append-only data kept)"
-    await bed.until_judged(playing, bed.code())
-    row["recovery_s"] = round(time.monotonic() - started, 1)
-    return row
+    return {**row, **await bed.recovered("Redis started again (its append-only data kept)",
+                                         bed.redis.start, playing)}
 
 
 async def redis_loses_its_data(bed: Bed) -> dict:
@@ -129,14 +116,13 @@ async def bot_starts_while_redis_is_away(bed: Bed) -> dict:
            "code cards served", "learner_waited_s": 0.0, "recorded": False,
            "operator_sees": await _seen(bed, "redis: ", r"code cards are off|cannot reach",
                                         since)}
-    started = time.monotonic()
-    bed.redis.start()
-    row["recovery"] = "Redis started: code cards come on by themselves"
-    await bed.until(lambda: tutor.code_judge.available, "code cards back", 120)
-    await bed.until_judged(bed.serve(), bed.code())
-    row["recovery_s"] = round(time.monotonic() - started, 1)
-    row["ok"] = off
-    return row
+
+    async def back() -> None:
+        bed.redis.start()
+        await bed.until(lambda: tutor.code_judge.available, "code cards back", 120)
+
+    row.update(await bed.recovered("Redis started: code cards come on by themselves", back))
+    return {**row, "ok": off}
 
 
 async def host_with_a_wrong_password(bed: Bed) -> dict:
@@ -149,12 +135,12 @@ async def host_with_a_wrong_password(bed: Bed) -> dict:
     row = await bed.submit(playing, bed.code())
     refused = next(line for line in host.log().splitlines() if "Redis refused" in line)
     row["operator_sees"] = {**bed.health(), "log": refused.split(": ", 1)[-1][:300]}
-    started = time.monotonic()
-    await bed.admin("ACL", "SETUSER", "tutor-sandbox", ">not-the-password")
-    row["recovery"] = "the password fixed in Redis's ACL (the host retries with backoff)"
-    await bed.until_judged(playing, bed.code())
-    row["recovery_s"] = round(time.monotonic() - started, 1)
-    return row
+
+    async def fix() -> None:
+        await bed.admin("ACL", "SETUSER", "tutor-sandbox", ">not-the-password")
+
+    return {**row, **await bed.recovered(
+        "the password fixed in Redis's ACL (the host retries with backoff)", fix, playing)}
 
 
 FAULTS = {f.__name__: f for f in (
