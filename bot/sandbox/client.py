@@ -28,6 +28,7 @@ from bot.sandbox.protocol import Limits, RunResult, ServiceInfo, decode, encode,
 
 log = logging.getLogger(__name__)
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+RESTART_EVERY_S = 10.0
 
 
 async def connect(address: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
@@ -87,6 +88,7 @@ class SandboxClient:
         self._stderr: asyncio.Task | None = None
         self._restarts = 0
         self._stopping = False
+        self._next_start = 0.0  # the loop's time: when a dead service may be started again
 
     # -- the service process -------------------------------------------------------------
 
@@ -186,6 +188,21 @@ class SandboxClient:
             else:
                 asyncio.ensure_future(self._forward({**request, "retried": True}, future))
 
+    async def _start_again(self) -> None:
+        """A service that could not be restarted when it died is tried again by the next
+        run (at most every RESTART_EVERY_S): the bot does not stay without one for life.
+        Until it starts, runs fail as not judged (`_request` raises)."""
+        down = self._writer is None or (self._proc and self._proc.returncode is not None)
+        now = asyncio.get_running_loop().time()
+        if not down or self._stopping or now < self._next_start:
+            return
+        self._next_start = now + RESTART_EVERY_S
+        try:
+            await self.start()
+            log.warning("the sandbox worker is back")
+        except Exception:  # noqa: BLE001 - said here; the run is answered as not judged
+            log.exception("the sandbox worker could not be started again")
+
     async def _forward(self, request: dict, future: asyncio.Future) -> None:
         try:
             future.set_result(await self._request(request))
@@ -224,6 +241,7 @@ class SandboxClient:
         deadline = (behaviour_runs(mode, behaviour) * self.limits.wall_s
                     + 2 * self.limits.reply_margin_s)
         try:
+            await self._start_again()
             request = {"code": code, "mode": mode, "checker": checker, "device": device,
                        "learner": learner}
             if behaviour is not None:

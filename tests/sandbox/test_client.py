@@ -76,3 +76,25 @@ async def test_a_run_that_kills_the_worker_twice_is_reported_not_retried_forever
     assert result.status == ERROR and "crashed" in result.stderr
     assert result.unjudged == "crash"  # the engine grades nothing on it
     assert (await sandbox.run("print('ok')")).status == OK
+
+
+async def test_a_worker_that_could_not_be_restarted_is_started_by_a_later_run(monkeypatch):
+    client = SandboxClient(limits=TEST_LIMITS, runs_per_minute=10_000)
+    await client.start()
+    real_start, failed_once = client.start, []
+
+    async def start(*args, **kwargs):
+        if not failed_once:  # the restart right after the crash fails (no memory, say)
+            failed_once.append(True)
+            raise RuntimeError("the worker could not import torch")
+        return await real_start(*args, **kwargs)
+
+    monkeypatch.setattr(client, "start", start)
+    try:
+        os.kill(client.service_pid, signal.SIGKILL)
+        await wait_until(lambda: failed_once and client._writer is None,
+                         what="the failed restart")
+        result = await client.run("print('back')")  # not left without a worker for life
+        assert (result.status, result.stdout) == (OK, "back\n")
+    finally:
+        await client.stop()
