@@ -22,10 +22,15 @@ POSTGRES_TESTS := tests/test_store.py tests/test_tutor.py tests/test_reminders.p
 	tests/test_remediation.py tests/discord/test_learning_choices.py tests/test_deck_choices.py \
 	tests/discord/test_deck_admin.py tests/test_play.py tests/test_served_races.py
 
+# The layers (lint-imports: pyproject.toml, docs/architecture.md), the whole suite, then the
+# PostgreSQL run. Each stage runs whatever the one before it said (a failed main run must not
+# skip the PostgreSQL run); the target fails, naming the stages that failed.
 test: $(STAMP)
-	$(VENV)/bin/lint-imports  # the layers (pyproject.toml, docs/architecture.md)
-	$(VENV)/bin/pytest
-	tests/postgres.sh $(VENV)/bin/pytest -q $(POSTGRES_TESTS)
+	@failed=""; \
+	$(VENV)/bin/lint-imports || failed="$$failed lint-imports"; \
+	$(VENV)/bin/pytest || failed="$$failed pytest"; \
+	tests/postgres.sh $(VENV)/bin/pytest -q $(POSTGRES_TESTS) || failed="$$failed postgresql"; \
+	if [ -n "$$failed" ]; then echo "make test failed:$$failed" >&2; exit 1; fi
 
 bench: $(STAMP)
 	$(VENV)/bin/tutor bench answers --json
