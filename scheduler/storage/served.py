@@ -16,25 +16,27 @@ learner_t = Learner.__table__
 deck_t = CommunityDeck.__table__
 
 
-def advance_statement() -> sa.Update:
-    """Store a served card's next attempt state unless another click got there first, or
-    its stored deck moved past the version it was judged on (`k_deck` NULL: no deck to
-    check; one primary-key probe in the same statement, no round trip)."""
-    deck_moved = sa.exists().where(
-        deck_t.c.deck_id == sa.bindparam("k_deck", type_=deck_t.c.deck_id.type),
-        sa.or_(deck_t.c.version != sa.bindparam("k_version", type_=sa.Integer()),
-               deck_t.c.removed))
-    return (
+def advance_statement(deck: bool = False) -> sa.Update:
+    """Store a served card's next attempt state unless another click got there first, and
+    with `deck` (a stored deck's card) unless that deck moved past the version the card was
+    judged on, or was removed: one primary-key probe in the same statement, no round trip.
+    A bundled deck's card gets no probe (PostgreSQL's planning of it: ~15 us a click)."""
+    update = (
         served_t.update()
         .where(served_t.c.serve_id == sa.bindparam("k_serve"),
                served_t.c.attempts == sa.bindparam("k_attempts"),
-               served_t.c.finished.is_(False),
-               ~deck_moved)
+               served_t.c.finished.is_(False))
         .values(served=sa.bindparam("served", type_=served_t.c.served.type),
                 attempts=sa.bindparam("attempts", type_=sa.Integer()),
                 finished=sa.bindparam("finished", type_=sa.Boolean()),
                 draft=sa.bindparam("draft", type_=served_t.c.draft.type))
     )
+    if not deck:
+        return update
+    return update.where(~sa.exists().where(
+        deck_t.c.deck_id == sa.bindparam("k_deck", type_=deck_t.c.deck_id.type),
+        sa.or_(deck_t.c.version != sa.bindparam("k_version", type_=sa.Integer()),
+               deck_t.c.removed)))
 
 
 def moves(served: dict) -> int:
@@ -50,8 +52,8 @@ def advance_values(advance) -> dict:
             "k_deck": advance.deck_id, "k_version": advance.deck_version}
 
 
-def _keeping_draft() -> sa.Update:
-    return advance_statement().values(draft=served_t.c.draft)
+def _keeping_draft(deck: bool) -> sa.Update:
+    return advance_statement(deck).values(draft=served_t.c.draft)
 
 
 class ServedQueries(Queries):
@@ -68,8 +70,11 @@ class ServedQueries(Queries):
             sa.select(served_t, learner_t.c.external_id.label("owner"))
             .join(learner_t, learner_t.c.id == served_t.c.learner_id)
             .where(served_t.c.serve_id == sa.bindparam("serve_id")), d)
-        self._advance = {True: Prepared(advance_statement(), d, []),
-                         False: Prepared(_keeping_draft(), d, [])}
+        # By (clear the draft, check the deck's version).
+        self._advance = {(True, deck): Prepared(advance_statement(deck), d, [])
+                         for deck in (False, True)} | {
+                         (False, deck): Prepared(_keeping_draft(deck), d, [])
+                         for deck in (False, True)}
 
     def save(self, serve_id: str, learner_id: int, served: dict, at: datetime) -> None:
         self.write(self._insert, {
@@ -84,11 +89,11 @@ class ServedQueries(Queries):
 
     def advance(self, advance) -> bool:
         """Store the next attempt state unless another click got there first."""
-        return bool(self.write(self._advance[advance.clear_draft], advance_values(advance)))
+        return bool(self.write(_statement(self._advance, advance), advance_values(advance)))
 
     def advance_in(self, cursor, advance) -> bool:
         """`advance` inside the caller's transaction (an answer's, `Store.record`)."""
-        return bool(self._advance[advance.clear_draft](cursor, advance_values(advance)))
+        return bool(_statement(self._advance, advance)(cursor, advance_values(advance)))
 
     def set_draft(self, serve_id: str, blank_id: str, chip_id: str) -> dict | None:
         """Remember one select-menu pick; the whole draft, or None for a finished card."""
@@ -113,3 +118,7 @@ class ServedQueries(Queries):
         )
         with self.engine.connect() as conn:
             return [ServedCard(**r._mapping) for r in conn.execute(query)]
+
+
+def _statement(statements: dict, advance) -> Prepared:
+    return statements[advance.clear_draft, advance.deck_id is not None]
