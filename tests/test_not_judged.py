@@ -48,7 +48,7 @@ def test_the_stored_card_is_untouched_and_the_operator_is_told(fault, judge, sto
     playing = play.serve(learner, mode="practice", card_id="mini/loop")
     before = unjudged(CAUSE[fault])
     with caplog.at_level(logging.ERROR), pytest.raises(NotJudged) as refused:
-        play.judge(playing, REFERENCE)
+        play.judge_code(playing, REFERENCE, learner)
     text = str(refused.value)
     assert text.startswith("Your code was not judged: ")
     assert "no attempt was used and nothing was recorded" in text
@@ -61,7 +61,7 @@ def test_the_stored_card_is_untouched_and_the_operator_is_told(fault, judge, sto
     assert (kept.served.attempts, kept.served.retries) == (0, 0)
 
     judge.client.heal()  # the same code, once the sandbox is back: a first-try pass
-    verdict = play.judge(kept, REFERENCE)
+    verdict = play.judge_code(kept, REFERENCE, learner)
     assert verdict.correct and verdict.finished and verdict.served.attempts == 1
     assert store.reviews.get(playing.served.serve_id).quality >= 3
 

@@ -13,7 +13,7 @@ import pytest
 
 from bot.engine.community_decks import CommunityDecks
 from bot.engine.served_cards import Finished, ServedCards
-from bot.engine.tutor import AlreadyCounted, StaleCard, Tutor
+from bot.engine.tutor import AlreadyCounted, CodeReport, StaleCard, Tutor
 from scheduler.storage.db import make_engine
 from scheduler.storage.store import Store
 from tests.helpers.decks import deck_yaml
@@ -161,3 +161,26 @@ def test_a_click_after_another_process_removed_the_deck_is_told_so(uploads, play
     with pytest.raises(StaleCard, match="no longer in the deck"):
         there.answer(sid, 0, who, "copy")
     assert store.reviews.get(sid) is None
+
+
+# -- a code answer whose run outlasts a move that is no attempt --------------------------------
+
+def test_a_code_answer_outlasting_its_cards_hint_is_recorded_from_its_one_run(store,
+                                                                           mini_library,
+                                                                           clock):
+    runs = []
+
+    def judge(card, code, learner=None) -> CodeReport:  # the learner hints meanwhile
+        runs.append(code)
+        hints.hint(playing.served.serve_id, 0, "discord:9")
+        return CodeReport("ok", True)
+
+    tutor = Tutor(store, mini_library, clock=clock, code_judge=judge)
+    play, hints = ServedCards(tutor), ServedCards(tutor)
+    learner = tutor.learner("discord:9")
+    playing = play.serve(learner, mode="practice", card_id="mini/loop")
+    verdict = play.judge_code(playing, "for x in dataloader: pass\n", learner)
+    assert len(runs) == 1  # recorded from its one run, on the hinted card
+    assert verdict.correct and verdict.finished and verdict.served.hint_used
+    log = store.reviews.get(playing.served.serve_id)
+    assert (log.correct, log.hint_used, log.quality) == (True, True, 2)

@@ -203,7 +203,8 @@ class Bed:
         """What the learner is told, after how long, and whether a review was recorded."""
         started = time.monotonic()
         try:
-            verdict = await asyncio.to_thread(self.play.judge, playing, code)
+            owner = self.app.store.served.load(playing.served.serve_id).owner
+            verdict = await asyncio.to_thread(self.play.judge_code, playing, code, owner)
             said = f"judged: {'correct' if verdict.correct else 'not correct'}"
             if not verdict.correct:
                 said += f" ({verdict.report.status}: {'; '.join(verdict.report.feedback)})"

@@ -208,7 +208,7 @@ class CardHandlers:
         # The sandbox can take longer than Discord's 3-second window: acknowledge first.
         await interaction.response.defer(ephemeral=True, thinking=True)
         try:
-            verdict = await asyncio.to_thread(self.play.judge, playing, code)
+            verdict = await asyncio.to_thread(self.play.judge_code, playing, code, learner)
         except TutorError as exc:  # no sandbox, busy, empty code, stale, already counted
             await interaction.followup.send(str(exc), ephemeral=True)
             return
@@ -229,7 +229,8 @@ class CardHandlers:
                                 "to get one, then send your loop here.", mention_author=False)
             return True
         try:
-            verdict = await asyncio.to_thread(self.play.judge, playing, match["code"])
+            verdict = await asyncio.to_thread(self.play.judge_code, playing, match["code"],
+                                              learner)
         except TutorError as exc:
             await message.reply(str(exc), mention_author=False)
             return True

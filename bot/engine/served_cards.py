@@ -194,6 +194,24 @@ class ServedCards:
         compare-and-set on its attempt still refuses it if another click got there first."""
         return self.tutor.answer(playing.served, response, stored=True)
 
+    def judge_code(self, playing: CardInPlay, code: str, learner: Learner | str) -> Verdict:
+        """A code answer, run in the sandbox once (seconds). A write that loses meanwhile
+        to a move that is no attempt (the learner's hint, a free retry from another
+        process, a new version of the card's deck) records the same report on the card as
+        the store has it, as a click's does (`_on_store`): never "already counted" for a
+        code answer nothing counted, and never a second run."""
+        report = self.tutor.code_report(playing.card, code, playing.served.learner_id)
+
+        def record(on: CardInPlay) -> Verdict:
+            return self.tutor.answer(on.served, code, stored=True, report=report)
+
+        try:
+            return record(playing)
+        except AlreadyCounted:
+            self.tutor.decks.refresh(force=True)
+        return self._on_store(playing.served.serve_id, playing.served.attempts,
+                              _external_id(learner), record)[1]
+
     def submit(self, serve_id: str, attempt: int, learner: Learner | str) -> Verdict:
         """Answer a fill-in card with the chips picked so far."""
         return self._on_store(serve_id, attempt, _external_id(learner), self._submit)[1]

@@ -228,17 +228,21 @@ class Tutor:
             raise AlreadyCounted("That click was already counted.")
         return hinted, card.hint
 
-    def answer(self, served: Served, response: Response, *, stored: bool = False) -> Verdict:
+    def answer(self, served: Served, response: Response, *, stored: bool = False,
+               report: CodeReport | None = None) -> Verdict:
         """Judge one attempt. `stored`: the served card is kept in the store (see
         `bot.engine.served_cards`), and its next attempt state is written with the review,
         in the same transaction, under a compare-and-set on its moves and on the version of
         the deck it was judged on; AlreadyCounted if that lost (another move got there
-        first, or this process's library is behind the deck)."""
+        first, or this process's library is behind the deck). `report`: a code answer's,
+        judged already (`code_report`), recorded again after a lost write."""
         card, deck = self.decks.served_card(served.card_id, served.card_rev)
         if served.attempts >= MAX_ATTEMPTS:
             raise StaleCard("This card was already answered.")
         if isinstance(card, CodeCard):
-            return self._answer_code(served, card, response, stored, deck)
+            return self._answer_code(served, card, response, stored, deck,
+                                     report or self.code_report(card, response,
+                                                                served.learner_id))
         if isinstance(card, FillInCard):
             chosen, findings = judge_fill_in(self.library, card, response)
         else:
@@ -254,17 +258,21 @@ class Tutor:
         return self._finish(attempt, card, correct, findings,
                             advance=_advance(served, attempt, True, deck) if stored else None)
 
-    def _answer_code(self, served: Served, card: CodeCard, code: Response,
-                     stored: bool, deck: DeckAt) -> Verdict:
-        """One judged submission decides a code card: the checker's verdict, not a guess. A
-        crash, timeout or refusal carries no mistake id; its report's feedback says what
-        happened. Code that stopped before it trained (`CodeReport.ran_no_training`) is not
-        judged: up to FREE_RETRIES times a card, it uses no attempt and may be sent again."""
+    def code_report(self, card: CodeCard, code: Response, learner_id: int) -> CodeReport:
+        """What the sandbox and the card's checker say of a code answer (NotJudged when
+        they could not say)."""
         if self.code_judge is None:
             raise NeedsSandbox("Code cards need the sandbox, which is not running here.")
         if not isinstance(code, str) or not code.strip():
             raise InvalidAnswer("Send your code: the training loop over `dataloader`.")
-        report = self.code_judge(card, code, served.learner_id)
+        return self.code_judge(card, code, learner_id)
+
+    def _answer_code(self, served: Served, card: CodeCard, code: Response,
+                     stored: bool, deck: DeckAt, report: CodeReport) -> Verdict:
+        """One judged submission decides a code card: the checker's verdict, not a guess. A
+        crash, timeout or refusal carries no mistake id; its report's feedback says what
+        happened. Code that stopped before it trained (`CodeReport.ran_no_training`) is not
+        judged: up to FREE_RETRIES times a card, it uses no attempt and may be sent again."""
         if report.ran_no_training and served.retries < FREE_RETRIES:
             retried = replace(served, retries=served.retries + 1)
             if stored and not self.store.served.advance(_advance(served, retried, False, deck)):

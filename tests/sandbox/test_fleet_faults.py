@@ -31,11 +31,13 @@ def redis():
 
 @pytest.fixture
 def code_card_play(tutor):
-    """Serve the mini deck's code card to a learner: (ServedCards, the card in play)."""
+    """Serve the mini deck's code card to a learner: (answer it with code as Discord
+    does, the card in play)."""
     def serve():
         play = ServedCards(tutor)
         learner = tutor.learner("discord:7")
-        return play, play.serve(learner, mode="practice", card_id="mini/loop")
+        playing = play.serve(learner, mode="practice", card_id="mini/loop")
+        return lambda code: play.judge_code(playing, code, learner), playing
     return serve
 
 
@@ -47,11 +49,11 @@ async def test_no_host_for_three_beats_refuses_and_records_nothing(redis, tutor,
     timing = client_timing()
     sandbox = start_sandbox(tutor, redis.bot_url, timing=timing)
     try:
-        play, playing = code_card_play()
+        answer, playing = code_card_play()
         for _ in range(2):
             started = time.monotonic()
             with pytest.raises(NotJudged) as refused:
-                await asyncio.to_thread(play.judge, playing, REFERENCE)
+                await asyncio.to_thread(answer, REFERENCE)
             assert time.monotonic() - started < timing.patience_s / 2
             assert refused.value.cause == "no_host"
             assert "no code runner is up right now" in str(refused.value)
@@ -98,11 +100,11 @@ async def test_a_bot_started_while_redis_is_away_turns_code_cards_on_when_it_ans
         await wait_until(lambda: tutor.code_judge.available, what="Redis answering again")
         assert "mini/loop" in {card.id for card in tutor.servable("mini")}
         host = Host(redis)
-        play, playing = code_card_play()
+        answer, playing = code_card_play()
         verdict = None
         while verdict is None:  # refused (no host yet) until the host reports
             try:
-                verdict = await asyncio.to_thread(play.judge, playing, REFERENCE)
+                verdict = await asyncio.to_thread(answer, REFERENCE)
             except NotJudged as refused:
                 assert refused.cause == "no_host"
                 await asyncio.sleep(0.5)
@@ -120,17 +122,17 @@ async def test_redis_away_mid_session_costs_nothing_and_mends(redis, tutor, code
         await wait_until(lambda: asyncio.run_coroutine_threadsafe(
             sandbox.client.hosts(fresh=True), sandbox.loop).result(10)["cpu"],
             timeout_s=120, what="the host")
-        play, playing = code_card_play()
+        answer, playing = code_card_play()
         redis.stop(kill=True)
         with pytest.raises(NotJudged) as refused:
-            await asyncio.to_thread(play.judge, playing, REFERENCE)
+            await asyncio.to_thread(answer, REFERENCE)
         assert refused.value.cause == "unreachable"
         assert tutor.store.reviews.get(playing.served.serve_id) is None
         redis.start()
         verdict = None
         while verdict is None:  # until Redis and the host's next beat are back
             try:
-                verdict = await asyncio.to_thread(play.judge, playing, REFERENCE)
+                verdict = await asyncio.to_thread(answer, REFERENCE)
             except NotJudged as again:
                 assert again.cause in ("unreachable", "no_host")
                 await asyncio.sleep(0.5)
