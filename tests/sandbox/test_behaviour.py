@@ -155,15 +155,17 @@ def softmax(x):
 """
 
 
-async def test_the_learner_cannot_see_the_reference_or_its_outputs(sandbox):
+async def test_the_learner_cannot_see_the_reference_or_its_outputs(roomy_sandbox):
+    # Each run searches every object three times: 1.4 s of the 3 s wall on an idle machine,
+    # past it on a busy one, so on the roomy worker.
     reference = REFERENCE + "# REFERENCE-MARKER-7\n"
     versions = {k: v + "# REFERENCE-MARKER-7\n" for k, v in VERSIONS.items()}
-    result = await check(sandbox, SNOOP, reference=reference, versions=versions)
+    result = await check(roomy_sandbox, SNOOP, reference=reference, versions=versions)
     report = result.report
     assert report.error is None, report  # it raised nothing: it found nothing
     assert not report.passed and report.mistakes == ()
     # The same search, run where the versions are (the author's run), finds them.
-    control = await check(sandbox, REFERENCE, reference=SNOOP, versions=versions)
+    control = await check(roomy_sandbox, REFERENCE, reference=SNOOP, versions=versions)
     assert "found the reference" in "\n".join(control.report.feedback), control
 
 

@@ -71,10 +71,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from bot.engine.code_judge import report_from
-from bot.sandbox.client import SandboxClient
 from bot.sandbox.protocol import ERROR, MEMORY, OK, OUTPUT_LIMIT, TIMEOUT, RunResult
 from tests.helpers.paths import REPO
 from tests.helpers.sandbox import TEST_LIMITS
@@ -364,36 +362,26 @@ async def test_many_open_files_meet_the_descriptor_limit(sandbox):
 
 # -- memory ----------------------------------------------------------------------------------
 
-# The memory tests' own worker: its wall limit only bounds a memory limit that failed. With
-# the module's 3 s, a busy machine (another suite's runs in the sandbox beside these) turned
-# a run the memory limit stops into a 'timeout': filling the memory takes seconds there.
-MEMORY_LIMITS = dataclasses.replace(TEST_LIMITS, wall_s=30.0)
+# The memory tests run on the roomy worker (conftest): its wall limit only bounds a memory
+# limit that failed. With the module's 3 s, a busy machine (another suite's runs in the
+# sandbox beside these) turned a run the memory limit stops into a 'timeout'.
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def roomy():
-    client = SandboxClient(limits=MEMORY_LIMITS, parallel=2, runs_per_minute=10_000)
-    await client.start()
-    try:
-        yield client
-    finally:
-        await client.stop()
-
-
-async def test_one_allocation_above_the_limit_is_memory(roomy):
-    result = await run(roomy, f"x = ' ' * {TEST_LIMITS.memory_mb * MB + 1000}\nprint('HELD')")
+async def test_one_allocation_above_the_limit_is_memory(roomy_sandbox):
+    code = f"x = ' ' * {TEST_LIMITS.memory_mb * MB + 1000}\nprint('HELD')"
+    result = await run(roomy_sandbox, code)
     assert result.status == MEMORY and "HELD" not in result.stdout
-    await still_serving(roomy)
+    await still_serving(roomy_sandbox)
 
 
-async def test_memory_limit_covers_all_processes_of_a_run(roomy):
+async def test_memory_limit_covers_all_processes_of_a_run(roomy_sandbox):
     """Three processes of one run, each under the per-process data limit, together over
     the run's memory limit: they cannot all hold their share. Each holds its block until
     every one has either filled its own or died, so they hold at once however slowly each
     one runs (no sleep to overlap them)."""
     share = TEST_LIMITS.data_mb - 16
     assert 3 * share > TEST_LIMITS.memory_mb + 128
-    result = await run(roomy, f"""
+    result = await run(roomy_sandbox, f"""
         import os
         filled_r, filled_w = os.pipe()
         go_r, go_w = os.pipe()
@@ -416,20 +404,20 @@ async def test_memory_limit_covers_all_processes_of_a_run(roomy):
     """)
     assert result.status == MEMORY, result
     assert "codes 0 0 0" not in result.stdout
-    await nothing_left(roomy)
-    await still_serving(roomy)
+    await nothing_left(roomy_sandbox)
+    await still_serving(roomy_sandbox)
 
 
-async def test_each_run_has_its_own_memory_limit(roomy):
+async def test_each_run_has_its_own_memory_limit(roomy_sandbox):
     """The limit is per run, not shared: three runs that each hold most of it all pass."""
     share = min(TEST_LIMITS.data_mb, TEST_LIMITS.memory_mb) - 64
     code = f"block = b'x' * ({share} << 20)\nprint('held', len(block) >> 20)"
-    results = await asyncio.gather(*(run(roomy, code) for _ in range(3)))
+    results = await asyncio.gather(*(run(roomy_sandbox, code) for _ in range(3)))
     assert [(r.status, r.stdout) for r in results] == [(OK, f"held {share}\n")] * 3
 
 
-async def test_memfd_is_held_to_the_file_and_memory_limits(roomy):
-    result = await run(roomy, """
+async def test_memfd_is_held_to_the_file_and_memory_limits(roomy_sandbox):
+    result = await run(roomy_sandbox, """
         import mmap, os
         fd = os.memfd_create("big")
         try:
@@ -452,13 +440,13 @@ async def test_memfd_is_held_to_the_file_and_memory_limits(roomy):
     assert "HELD ALL" not in result.stdout
     held = int(result.stdout.splitlines()[-1].split()[1])
     assert held <= TEST_LIMITS.memory_mb
-    await still_serving(roomy)
+    await still_serving(roomy_sandbox)
 
 
-async def test_shared_anonymous_mapping_touched_page_by_page_is_memory(roomy):
+async def test_shared_anonymous_mapping_touched_page_by_page_is_memory(roomy_sandbox):
     """MAP_SHARED anonymous memory is not counted by RLIMIT_DATA; the run's memory cgroup
     has to stop it."""
-    result = await run(roomy, """
+    result = await run(roomy_sandbox, """
         import mmap
         m = mmap.mmap(-1, 2 << 30, flags=mmap.MAP_SHARED)
         print("mapped", flush=True)
@@ -468,7 +456,7 @@ async def test_shared_anonymous_mapping_touched_page_by_page_is_memory(roomy):
     """)
     assert result.status == MEMORY, result
     assert "TOUCHED" not in result.stdout
-    await still_serving(roomy)
+    await still_serving(roomy_sandbox)
 
 
 async def test_shared_memory_segments_stay_inside(sandbox):
