@@ -174,7 +174,10 @@ async def _serve(bot: discord.Client, token: str) -> None:
     loop, task = asyncio.get_running_loop(), asyncio.current_task()
 
     async def close() -> None:
-        await bot.close()
+        try:
+            await bot.close()
+        except Exception:  # noqa: BLE001 - the stop goes on: the grace below still ends it
+            log.exception("closing the Discord client failed")
         await asyncio.sleep(CLOSE_GRACE_S)
         task.cancel()
 
