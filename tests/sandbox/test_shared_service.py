@@ -95,11 +95,11 @@ class Service:
         return 0.0
 
 
-async def _start(tmp: Path, *options: str) -> Service:
+async def _start(tmp: Path, *options: str, limits: dict = LIMITS) -> Service:
     address = f"unix:{tmp / 'sandbox.sock'}"
     process = subprocess.Popen(
         [sys.executable, "-m", "bot", "sandbox", "serve", "--listen", address,
-         "--limits", json.dumps(LIMITS), *options],
+         "--limits", json.dumps(limits), *options],
         cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stderr=subprocess.DEVNULL)
     service = Service(address, process)
     probe = service.client()
@@ -116,6 +116,20 @@ def _stop(service: Service) -> None:
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def shared(tmp_path_factory):
     service = await _start(tmp_path_factory.mktemp("shared"), "--parallel", "8")
+    try:
+        yield service
+    finally:
+        _stop(service)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def roomy(tmp_path_factory):
+    """For runs that do seconds of honest work: HEAVY_TO_JUDGE's 3,000 backward passes
+    under the observer take 3.2 s of an idle machine, and went past a 10 s wall with another
+    suite's runs in the sandbox beside it. Here the wall only bounds a run that should have
+    ended (under the 50 s its clients wait)."""
+    service = await _start(tmp_path_factory.mktemp("roomy"), "--parallel", "2",
+                           limits={**LIMITS, "wall_s": 30.0, "cpu_s": 32})
     try:
         yield service
     finally:
@@ -142,8 +156,8 @@ async def _check(client: SandboxClient, code: str, learner: str) -> RunResult:
 
 # -- class 1 and 2: a record costs at most its own, bounded verdict ------------------------------
 
-async def test_records_heavy_to_judge_cost_only_their_own_verdict(shared):
-    client = shared.client()
+async def test_records_heavy_to_judge_cost_only_their_own_verdict(roomy):
+    client = roomy.client()
     await client.start()
     try:
         for i, code in enumerate((HEAVY_TO_JUDGE, FETCHER, _forger(HUGE_RECORD))):
@@ -152,7 +166,7 @@ async def test_records_heavy_to_judge_cost_only_their_own_verdict(shared):
             assert result.status in (OK, ERROR), result
         honest = await _check(client, REFERENCE, "honest")
         assert honest.report.passed is True, honest
-        assert shared.process.poll() is None
+        assert roomy.process.poll() is None
     finally:
         await client.stop()
 
