@@ -110,6 +110,13 @@ def serve_move(play: ServedCards, tutor: Tutor):
     return learner.external_id, playing.served.serve_id
 
 
+def serve_move_elsewhere(other: Tutor, tutor: Tutor):
+    """Serve the card from the other process, which has loaded its deck: (it, learner, id)."""
+    there = ServedCards(other)
+    assert other.library.has_card(MOVE)
+    return (there, *serve_move(there, tutor))
+
+
 @pytest.mark.parametrize(("served_by", "changed_by"), [("A", "B"), ("A", "A"), ("B", "A")])
 def test_a_click_after_another_process_changed_the_card_is_told_so_not_judged(
         uploads, play, other, tutor, store, clock, served_by, changed_by):
@@ -133,9 +140,7 @@ def test_a_click_after_another_process_changed_the_card_is_told_so_not_judged(
 
 def test_a_typo_fix_stored_elsewhere_keeps_the_card_answerable_here(uploads, play, other,
                                                                     tutor, store):
-    there = ServedCards(other)
-    assert other.library.has_card(MOVE)
-    who, sid = serve_move(there, tutor)
+    there, who, sid = serve_move_elsewhere(other, tutor)
     uploads.upload(GUILD, "deck.yaml", deck_yaml(typo_fix), "ann")
     verdict = there.answer(sid, 0, who, "copy")
     assert verdict.correct and verdict.finished and store.reviews.get(sid).card_rev == 2
@@ -143,9 +148,7 @@ def test_a_typo_fix_stored_elsewhere_keeps_the_card_answerable_here(uploads, pla
 
 def test_a_hint_after_another_process_changed_the_card_is_refused(uploads, play, other,
                                                                   tutor, store):
-    there = ServedCards(other)
-    assert other.library.has_card(MOVE)
-    who, sid = serve_move(there, tutor)
+    there, who, sid = serve_move_elsewhere(other, tutor)
     uploads.upload(GUILD, "deck.yaml", deck_yaml(removed_option), "ann")
     with pytest.raises(StaleCard):
         there.hint(sid, 0, who)
@@ -154,9 +157,7 @@ def test_a_hint_after_another_process_changed_the_card_is_refused(uploads, play,
 
 def test_a_click_after_another_process_removed_the_deck_is_told_so(uploads, play, other,
                                                                    tutor, store):
-    there = ServedCards(other)
-    assert other.library.has_card(MOVE)
-    who, sid = serve_move(there, tutor)
+    there, who, sid = serve_move_elsewhere(other, tutor)
     uploads.remove(GUILD, "upload-basics")
     with pytest.raises(StaleCard, match="no longer in the deck"):
         there.answer(sid, 0, who, "copy")

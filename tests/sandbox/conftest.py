@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 import pytest_asyncio
 
+from bot.bench.local_redis import LocalRedis
 from bot.sandbox.client import SandboxClient
 from tests.helpers.sandbox import TEST_LIMITS
 
@@ -38,3 +40,10 @@ async def roomy_sandbox():
         yield client
     finally:
         await client.stop()
+
+
+@pytest.fixture
+def redis():
+    """A redis-server of the test's own (modules sharing one override it per module)."""
+    with LocalRedis() as server:
+        yield server

@@ -9,7 +9,6 @@ import json
 import subprocess
 import sys
 
-import pytest
 import pytest_asyncio
 
 from bot.bench.local_redis import LocalRedis
@@ -29,12 +28,6 @@ from tests.helpers.sandbox import sleeping_child, wait_until
 
 KEYS = Keys()
 SLEEPER = "import time\ntime.sleep(2)\nprint('awake')\n"
-
-
-@pytest.fixture
-def redis():
-    with LocalRedis() as server:
-        yield server
 
 
 @pytest_asyncio.fixture

@@ -11,7 +11,6 @@ import time
 import pytest
 
 from bot.app import start_sandbox
-from bot.bench.local_redis import LocalRedis
 from bot.engine.served_cards import ServedCards
 from bot.engine.tutor import NotJudged
 from bot.sandbox.client import SandboxBusy
@@ -21,12 +20,6 @@ from tests.helpers.train_loop import REFERENCE
 
 pytestmark = pytest.mark.asyncio
 SLEEPER = "import time\ntime.sleep(30)\n"
-
-
-@pytest.fixture
-def redis():
-    with LocalRedis() as server:
-        yield server
 
 
 @pytest.fixture
