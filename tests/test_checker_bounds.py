@@ -19,7 +19,8 @@ import tracemalloc
 import pytest
 
 from content.checkers import amp_clip_loop, train_loop
-from content.checkers._scenario import MAX_EVENTS, axpy, batch_grad
+from content.checkers._bounds import MAX_EVENTS
+from content.checkers._scenario import axpy, batch_grad
 from content.checkers._trace import Malformed, Step, replay
 
 PEAK_BYTES = 50 * 2**20  # generous: the old replay needed gigabytes for these records

@@ -185,7 +185,7 @@ def test_forged_rows_are_refused(forged):
 def test_the_judges_work_on_rows_is_bounded():
     """A record of losses over more rows than any loop of these scenarios makes is refused
     (each row costs the judge a gradient), and the observer stops noting them before."""
-    from content.checkers._scenario import MAX_ROWS_TOTAL
+    from content.checkers._bounds import MAX_ROWS_TOTAL
 
     observed = observe(feature_cache(), train_loop.plan())
     events = observed["scenarios"][0]["events"]

@@ -31,10 +31,12 @@ NAMESPACE_RLIMITS = ((resource.RLIMIT_SIGPENDING, 1024), (resource.RLIMIT_MSGQUE
                      (resource.RLIMIT_MEMLOCK, 0))
 RUN_SIGPENDING = 64  # one run's queued signals: a hostile run leaves others their share
 WORKDIR = "/code"  # the learner's empty, writable working directory
+PROJECT_PACKAGES = ("bot", "content", "scheduler")
 
 
 def runtime_paths() -> list[str]:
-    """What learner code may read: system libraries and this Python with its packages."""
+    """What learner code may read: system libraries and this Python with its packages (but
+    this project's own: `project_dirs`)."""
     paths = ["/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.cache",
              sys.base_prefix, sys.prefix, *sys.path]
     return sorted({p for p in paths if p and os.path.isabs(p) and os.path.exists(p)
@@ -47,6 +49,16 @@ def _inside_repo(path: str) -> bool:
     candidate = Path(path).resolve()
     return candidate == repo or (repo in candidate.parents
                                  and not str(candidate).startswith(sys.prefix))
+
+
+def project_dirs(runtime: list[str]) -> list[str]:
+    """This project's packages where the runtime holds them (an image's site-packages). The
+    child runs only what the zygote imported before forking (the observers); the rest (the
+    judges, whose replay would tell a forger when a record passes, the service, the decks)
+    it must neither import nor read, so these are covered by empty directories."""
+    root = Path(__file__).resolve().parents[2]
+    dirs = [str(root / name) for name in PROJECT_PACKAGES]
+    return [d for d in dirs if os.path.isdir(d) and any(_under(d, p) for p in runtime)]
 
 
 def _bind_readonly(source: str, root: str) -> None:
@@ -91,6 +103,9 @@ def build_root(limits: Limits, gpu: bool) -> None:
     for path in sorted(runtime, key=len):
         if not any(path != p and _under(path, p) for p in runtime):
             _bind_readonly(path, new_root)
+    for hidden in project_dirs(runtime):
+        sc.mount("tmpfs", new_root + hidden, "tmpfs",
+                 sc.MS_RDONLY | sc.MS_NOSUID | sc.MS_NODEV, "size=4k,mode=0555")
     os.makedirs(new_root + "/dev", exist_ok=True)
     for name in DEVICES + (_gpu_devices() if gpu else ()):
         target = f"{new_root}/dev/{name}"

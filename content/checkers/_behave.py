@@ -20,12 +20,11 @@ import random
 
 import torch
 
+from content.checkers._bounds import INT_RANGE, MAX_CASES, MAX_DEPTH, MAX_TEXT, MAX_VALUES
 from content.checkers._observe import LEARNER_FILE, error_detail
-from content.checkers._values import MAX_CASES, MAX_DEPTH, MAX_TEXT, MAX_VALUES
 
 CASES_FILE, REFERENCE_FILE = "<cases>", "<reference>"
 ALIASES = {"F": "torch.nn.functional", "nn": "torch.nn", "np": "numpy"}
-INT_RANGE = (-(2**63), 2**64)
 
 
 class Unencodable(Exception):

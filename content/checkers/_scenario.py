@@ -1,8 +1,9 @@
-"""What one check scenario is, and the numbers both sides of a check agree on.
+"""What one check scenario is, its data, and the gradients the judge predicts from them.
 
 Pure Python (no torch): the judge runs in the sandbox service, which never imports torch
 and never runs learner code. The jailed child gets the data from the judge's plan, so the
-two sides train on exactly the same numbers. The model is Linear(3, 1) trained with
+two sides train on exactly the same numbers; the bounds of its record are in `_bounds`
+(the child never imports this module). The model is Linear(3, 1) trained with
 MSELoss(mean); its weights travel as flat vectors [W0, W1, W2, b].
 """
 
@@ -17,17 +18,6 @@ from typing import TypeVar
 N_FEATURES = 3
 N_WEIGHTS = N_FEATURES + 1
 Vector = list[float]
-# Flags of a step event ("S"): what the observer saw around optimizer.step().
-IN_BACKWARD, FOREIGN_OPTIMIZER = 1, 2
-# Events recorded per scenario. A correct or buggy loop of these scenarios makes 70 to 400
-# (40 micro-batches with scaler, clip and scheduler calls each); 2,000 leaves room for
-# evaluation passes and extra epochs. The observer stops recording past it, and the judge,
-# whose work grows with it, refuses a record longer than it.
-MAX_EVENTS = 2_000
-MAX_ROWS = 1_000  # rows of one loss ("P" event); the observer tags no larger one
-# Rows of all "P" events of a scenario, a bound on the judge's work: a correct loop of these
-# scenarios sends at most ~600 (a window's 15 rows per micro-batch, open_clip's way).
-MAX_ROWS_TOTAL = 20_000
 
 
 @dataclass(frozen=True)

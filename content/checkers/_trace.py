@@ -25,6 +25,13 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from content.checkers._bounds import (
+    FOREIGN_OPTIMIZER,
+    IN_BACKWARD,
+    MAX_EVENTS,
+    MAX_ROWS,
+    MAX_ROWS_TOTAL,
+)
 from content.checkers._events import (  # the judge's values, imported from here too
     Backward,
     Clear,
@@ -43,11 +50,6 @@ from content.checkers._events import (  # the judge's values, imported from here
 from content.checkers._hooks import Change, Hooked, change, uniform_factor
 from content.checkers._ledger import Ledger
 from content.checkers._scenario import (
-    FOREIGN_OPTIMIZER,
-    IN_BACKWARD,
-    MAX_EVENTS,
-    MAX_ROWS,
-    MAX_ROWS_TOTAL,
     N_WEIGHTS,
     Scenario,
     Vector,

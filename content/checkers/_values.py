@@ -6,7 +6,7 @@ ambiguous:
   {"str": text}, {"list": [...]}, {"tuple": [...]}, {"dict": [[key, value], ...]},
   {"tensor": {"dtype": "float32", "shape": [3, 5], "values": [flat, row-major]}}
 (a tensor's values are numbers, bools, or "nan" / "inf" / "-inf"). The child bounds them
-(`MAX_VALUES`, `MAX_DEPTH`, `MAX_TEXT`); the judge reads them again (`check`), since a
+(`_bounds`: how many, how deep, how long); the judge reads them again (`check`), since a
 learner's run can write anything, and refuses what the child would never write.
 """
 
@@ -16,12 +16,9 @@ import json
 import math
 from dataclasses import dataclass
 
-from content.checkers._trace import Malformed
+from content.checkers._bounds import MAX_DEPTH, MAX_VALUES
+from content.checkers._events import Malformed
 
-MAX_VALUES = 10_000  # numbers, strings and containers in one program's outputs (or the inputs)
-MAX_DEPTH = 16
-MAX_TEXT = 4_000
-MAX_CASES = 64
 SPECIAL = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 TAGS = ("float", "str", "list", "tuple", "dict", "tensor")
 

@@ -16,8 +16,9 @@ and a deck registers the ids its behaviour cards list.
 
 from __future__ import annotations
 
-from content.checkers._trace import Malformed
-from content.checkers._values import MAX_CASES, MAX_VALUES, Compare, check, difference, show, size
+from content.checkers._bounds import MAX_CASES, MAX_VALUES
+from content.checkers._events import Malformed
+from content.checkers._values import Compare, check, difference, show, size
 from content.checkers._verdict import error_result
 from content.safe_text import code_span
 
