@@ -18,9 +18,11 @@ import sys
 from dataclasses import dataclass
 
 from bot.sandbox.client import PROJECT_ROOT, service_environment
+from bot.sandbox.verdict import signal_name
 
 log = logging.getLogger("sandbox.checkers")
 START_TIMEOUT_S = 60.0
+ENDING_WAIT_S = 1.0  # a process whose pipe closed is gone or going: how it ended
 
 
 class JudgeFailed(Exception):
@@ -85,7 +87,10 @@ class CheckerPool:
         try:
             body = json.dumps({"checker": checker, "salt": salt, "observations": observations},
                               separators=(",", ":")).encode()
-        except (ValueError, TypeError, RecursionError):
+        except RecursionError:
+            raise JudgeFailed("the checker could not read what the run reported (it is "
+                              "nested too deeply to read)") from None
+        except (ValueError, TypeError):
             raise JudgeFailed("the checker could not read what the run reported") from None
         if self._waiting >= self.limits.queue_max:
             raise JudgeFailed("the checker is busy right now; try again in a minute")
@@ -103,9 +108,12 @@ class CheckerPool:
         except TimeoutError:
             raise JudgeFailed(f"the checker gave up: what the run reported took longer than "
                               f"{self.limits.timeout_s:g} s to judge") from None
-        except (asyncio.IncompleteReadError, ConnectionError, ValueError):
-            raise JudgeFailed("the checker failed while judging what the run reported "
-                              "(it used more memory than allowed)") from None
+        except (asyncio.IncompleteReadError, ConnectionError):
+            # Not "memory": a process that hits its limit says so (below). This one ended.
+            raise JudgeFailed(f"the checker stopped while judging what the run reported "
+                              f"({await _ending(process)})") from None
+        except ValueError:
+            raise JudgeFailed("the checker's answer could not be read") from None
         finally:
             # Whatever happened (a cancelled verdict too), the pool keeps its size.
             if healthy:
@@ -117,9 +125,9 @@ class CheckerPool:
                 task.add_done_callback(self._replacing.discard)
         if "report" in reply and isinstance(reply["report"], dict):
             return reply["report"]
-        if "failed" in reply:
-            raise JudgeFailed("the checker used more memory than allowed judging what the "
-                              "run reported")
+        if "failed" in reply:  # it caught its MemoryError: the only reply that means memory
+            raise JudgeFailed(f"the checker ran out of memory judging what the run reported "
+                              f"(its limit is {self.limits.memory_mb} MB)")
         raise JudgeFailed(f"the checker could not read what the run reported "
                           f"({reply.get('malformed')})")
 
@@ -143,3 +151,14 @@ class CheckerPool:
             except Exception:  # noqa: BLE001 - logged; the pool runs one smaller meanwhile
                 log.exception("could not restart a checker process (attempt %d)", attempt + 1)
                 await asyncio.sleep(1)
+
+
+async def _ending(process: asyncio.subprocess.Process) -> str:
+    """How a checker process that stopped answering ended, in words."""
+    try:
+        code = await asyncio.wait_for(process.wait(), ENDING_WAIT_S)
+    except TimeoutError:
+        return "it closed its pipe"
+    if code < 0:
+        return f"it was killed by {signal_name(-code)}"
+    return f"it exited with status {code}"

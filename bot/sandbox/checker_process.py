@@ -7,8 +7,10 @@ and the service (`checker_pool`) kills and replaces a process that misses its de
 
 On stdin and stdout, 4-byte big-endian length-prefixed JSON:
 in {"checker", "salt", "observations"}; out {"report": {...}} or {"malformed": reason}.
-A MemoryError is answered {"failed": reason}, and the process then exits: its heap may be
-in any state.
+Whatever a judge raises on a record makes that record malformed, with what was wrong with
+it: an OverflowError from a forged number once ended the process, and every verdict waiting
+on it. A MemoryError alone is answered {"failed": "memory"}, and the process then exits: its
+heap may be in any state.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ import argparse
 import json
 import resource
 import sys
+import traceback
 
+from bot.sandbox.protocol import read_json
 from content import checkers
-from content.checkers._trace import Malformed
+from content.checkers._events import Malformed
 from content.checkers._verdict import trained
 
 MIB = 1 << 20
@@ -46,11 +50,27 @@ def answer(request: dict) -> dict:
     observations = request.get("observations")
     try:
         report = checkers.load(name).judge(observations, salt)
-    except (Malformed, ValueError, TypeError, KeyError, IndexError, AttributeError,
-            RecursionError) as exc:
-        return {"malformed": str(exc)[:300] or type(exc).__name__}
-    # Whether the code trained before it stopped: one that did not may be sent again free.
-    return {"report": {**report, "trained": trained(observations)}}
+        # Whether the code trained before it stopped: one that did not may be sent again free.
+        return {"report": {**report, "trained": trained(observations)}}
+    except MemoryError:
+        raise  # the process's own state, not the record's: `serve` ends the process
+    except Exception as exc:  # noqa: BLE001 - any of them costs this record only
+        return {"malformed": _why(name, exc)}
+
+
+def _why(checker: str, exc: Exception) -> str:
+    """What was wrong with the record, in words; the unforeseen also in the service's log."""
+    if isinstance(exc, Malformed):
+        return str(exc)[:300] or "its shape is not the observer's"
+    if isinstance(exc, RecursionError):
+        return "it is nested too deeply to read"
+    kind = type(exc).__name__
+    where = traceback.extract_tb(exc.__traceback__)[-1]
+    print(f"checker {checker}: a record raised {kind}: {str(exc)[:200]} at "
+          f"{where.filename}:{where.lineno}", file=sys.stderr, flush=True)  # for the operator
+    if isinstance(exc, ArithmeticError):  # OverflowError: a forged -1e308, squared
+        return f"a number in it is too large to compute with: {kind}"
+    return f"a value in it is not of the kind the checker expects: {kind}"
 
 
 def serve(stdin, stdout) -> None:
@@ -59,12 +79,12 @@ def serve(stdin, stdout) -> None:
         if body is None:
             return
         try:
-            reply = answer(json.loads(body))
+            reply = answer(read_json(body))
         except MemoryError:
             _write(stdout, {"failed": "memory"})
             return
-        except (ValueError, RecursionError):
-            reply = {"malformed": "the record was not valid JSON"}
+        except ValueError as exc:  # read_json's: what the record was instead
+            reply = {"malformed": f"the record {exc}"}
         _write(stdout, reply)
 
 

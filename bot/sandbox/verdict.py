@@ -43,7 +43,7 @@ class Ending:
     report: bytes = b""
 
 
-def _signal_name(number: int) -> str:
+def signal_name(number: int) -> str:
     try:
         return signal.Signals(number).name
     except ValueError:
@@ -72,7 +72,7 @@ def decide(ending: Ending, limits: Limits) -> tuple[dict, dict]:
             return {"status": TIMEOUT, "exit_code": None,
                     "error": f"stopped after {limits.cpu_s} s of CPU time"}, {}
         return {"status": ERROR, "exit_code": -number,
-                "error": f"the program ended abruptly ({_signal_name(number)})"}, {}
+                "error": f"the program ended abruptly ({signal_name(number)})"}, {}
     code = os.WEXITSTATUS(ending.wait_status)
     detail = {}
     if ending.report:

@@ -6,8 +6,9 @@ ambiguous:
   {"str": text}, {"list": [...]}, {"tuple": [...]}, {"dict": [[key, value], ...]},
   {"tensor": {"dtype": "float32", "shape": [3, 5], "values": [flat, row-major]}}
 (a tensor's values are numbers, bools, or "nan" / "inf" / "-inf"). The child bounds them
-(`_bounds`: how many, how deep, how long); the judge reads them again (`check`), since a
-learner's run can write anything, and refuses what the child would never write.
+(`_bounds`: how many, how deep, how long, ints in INT_RANGE); the judge reads them again
+(`check`), since a learner's run can write anything, and refuses what the child would never
+write.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import json
 import math
 from dataclasses import dataclass
 
-from content.checkers._bounds import MAX_DEPTH, MAX_VALUES
+from content.checkers._bounds import INT_RANGE, MAX_DEPTH, MAX_VALUES
 from content.checkers._events import Malformed
 
 SPECIAL = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
@@ -60,7 +61,10 @@ def check(value, budget: list[int] | None = None, depth: int = 0) -> None:
     budget[0] -= 1
     if budget[0] < 0 or depth > MAX_DEPTH:
         raise Malformed("an output is larger or deeper than a run may report")
-    if value is None or isinstance(value, bool | int):
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        _check_int(value)
         return
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -103,8 +107,16 @@ def _check_tensor(body, budget: list[int]) -> None:
     if size != len(values) or budget[0] < 0:
         raise Malformed("a tensor's values do not fill its shape")
     for v in values:
-        if not (isinstance(v, int | float) or isinstance(v, str) and v in SPECIAL):
+        if isinstance(v, int) and not isinstance(v, bool):
+            _check_int(v)
+        elif not (isinstance(v, float | bool) or isinstance(v, str) and v in SPECIAL):
             raise Malformed("a tensor holds something other than numbers")
+
+
+def _check_int(value: int) -> None:
+    # Beyond these the comparisons would overflow converting to float (400 digits did).
+    if not INT_RANGE[0] <= value < INT_RANGE[1]:
+        raise Malformed("an output holds an integer outside the range of int64 and uint64")
 
 
 def _number(v) -> float | int | bool:

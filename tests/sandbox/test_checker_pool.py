@@ -41,7 +41,7 @@ async def test_a_record_too_big_for_the_memory_limit_costs_its_verdict_only(corr
     pool = await _pool(size=1, memory_mb=160)
     try:
         bloated = {**correct_record, "padding": [0.5 + k for k in range(3_000_000)]}
-        with pytest.raises(JudgeFailed, match="memory"):
+        with pytest.raises(JudgeFailed, match=r"ran out of memory .*\(its limit is 160 MB\)"):
             await pool.judge("train_loop", 0, bloated)
         assert (await pool.judge("train_loop", 0, correct_record))["passed"] is True
         assert pool.replaced == 1
@@ -64,8 +64,10 @@ async def test_a_judge_that_dies_is_replaced(correct_record):
     try:
         (process,) = pool._all
         os.kill(process.pid, signal.SIGKILL)
-        with pytest.raises(JudgeFailed):
+        with pytest.raises(JudgeFailed, match="stopped while judging .* killed by SIGKILL") \
+                as failed:
             await pool.judge("train_loop", 0, correct_record)
+        assert "memory" not in str(failed.value)  # it was not
         assert (await pool.judge("train_loop", 0, correct_record))["passed"] is True
     finally:
         await pool.close()
@@ -80,6 +82,25 @@ async def test_malformed_records_are_answered_plainly(correct_record):
         with pytest.raises(JudgeFailed):
             await pool.judge("no-such-checker", 0, correct_record)
         assert pool.replaced == 0  # a malformed record is an answer, not a failure
+    finally:
+        await pool.close()
+
+
+async def test_numbers_no_float_holds_are_refused_by_the_checker_too(correct_record):
+    """The service refuses them where it reads a run's report; a record that reaches a
+    checker process another way is read with the same bound (a 400-digit int once raised
+    OverflowError there and ended the process)."""
+    pool = await _pool(size=1)
+    try:
+        (process,) = pool._all
+        scenario = correct_record["scenarios"][0]
+        for huge in (10 ** 400, -(10 ** 309)):
+            forged = {**correct_record,
+                      "scenarios": [{**scenario, "final": [huge, 0.0, 0.0, 0.0]}]}
+            with pytest.raises(JudgeFailed, match="held a number outside a float's range"):
+                await pool.judge("train_loop", 0, forged)
+        assert pool._all == {process} and pool.replaced == 0
+        assert (await pool.judge("train_loop", 0, correct_record))["passed"] is True
     finally:
         await pool.close()
 
