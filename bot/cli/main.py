@@ -221,7 +221,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                        help="sandbox: where the learner's loop runs")
     bench.add_argument("--fast", action="store_true",
-                       help="faults: the tests' short limits, heartbeats and takeovers")
+                       help="faults: the tests' short limits, heartbeats and takeovers; "
+                            "trials: 2 s naps")
     bench.add_argument("--only", help="faults: these faults only (comma-separated names)")
     bench.set_defaults(func=cmd_bench)
     return parser

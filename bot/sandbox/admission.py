@@ -4,6 +4,11 @@ Each request names its learner (an opaque key the bot fills in). A learner has a
 run queued or in flight, whichever bot process (shard) sent it, so a few learners cannot
 hold every slot; with one run each, serving waiting runs in arrival order is round-robin
 between learners.
+
+Deck trials (`mode: vet`, an upload's exercises tried before the deck is stored) are a
+lower class: each of a trial's runs waits for a slot of its own, behind every learner's
+waiting run, and trials hold at most `trial_slots` (a quarter) of the slots at once, so
+uploads, however many and however slow, leave learners most of the service.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+from collections import deque
 from collections.abc import AsyncIterator
 
 MIB = 1 << 20
@@ -35,17 +41,24 @@ def default_slots(memory_mb: int) -> int:
 class Admission:
     def __init__(self, slots: int, queue_max: int = 64):
         self.slots = slots
+        self.trial_slots = max(1, slots // 4)  # what deck trials may hold at once
         self.queue_max = queue_max
-        self._free = asyncio.Semaphore(slots)  # FIFO: waiting runs go in arrival order
         self._learners: set[str] = set()
-        self._waiting = 0
+        self._free = slots
+        self._trials = 0  # slots held by trials' runs
+        # Waiting runs in arrival order: learners' [False], trials' [True].
+        self._queues: dict[bool, deque[asyncio.Future]] = {False: deque(), True: deque()}
+
+    @property
+    def waiting(self) -> int:
+        return len(self._queues[False]) + len(self._queues[True])
 
     @contextlib.asynccontextmanager
     async def turn(self, learner: str) -> AsyncIterator[None]:
         """Hold `learner`'s place from now to the verdict, and a slot while inside."""
         if learner in self._learners:
             raise Busy("Your previous code is still running; wait for its verdict.")
-        if self._waiting >= self.queue_max:
+        if self.waiting >= self.queue_max:
             raise Busy("The code runner is busy right now; try again in a minute.")
         self._learners.add(learner)
         try:
@@ -54,13 +67,43 @@ class Admission:
             self._learners.discard(learner)
 
     @contextlib.asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
-        self._waiting += 1
-        try:
-            await self._free.acquire()
-        finally:
-            self._waiting -= 1
+    async def slot(self, trial: bool = False) -> AsyncIterator[None]:
+        """A slot for one run; a trial's waits behind learners' and within its share."""
+        if self._may_take(trial) and not self._queues[trial]:
+            self._take(trial)
+        else:
+            waiter = asyncio.get_running_loop().create_future()
+            self._queues[trial].append(waiter)
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                if waiter.done() and not waiter.cancelled():
+                    self._give_back(trial)  # given a slot, then cancelled before using it
+                else:
+                    self._queues[trial].remove(waiter)
+                raise
         try:
             yield
         finally:
-            self._free.release()
+            self._give_back(trial)
+
+    def _may_take(self, trial: bool) -> bool:
+        if not self._free:
+            return False
+        # Learners first: a trial never takes a slot a learner is waiting for.
+        return not trial or (self._trials < self.trial_slots and not self._queues[False])
+
+    def _take(self, trial: bool) -> None:
+        self._free -= 1
+        self._trials += trial
+
+    def _give_back(self, trial: bool) -> None:
+        self._free += 1
+        self._trials -= trial
+        for kind in (False, True):  # learners' waiting runs, then trials'
+            queue = self._queues[kind]
+            while queue and self._may_take(kind):
+                waiter = queue.popleft()
+                if not waiter.done():
+                    self._take(kind)
+                    waiter.set_result(None)

@@ -235,32 +235,36 @@ class SandboxService:
 
     async def _vet(self, submission: dict) -> dict:
         """A deck's behaviour exercise tried before it is stored: its runs one after another
-        (the first that ends badly is the answer, its status saying how), then the judge."""
+        (the first that ends badly is the answer, its status saying how), then the judge.
+        A trial is a lower class than learners' answers: each run takes a turn of its own
+        (`Admission`: behind learners' waiting runs, within the trials' share)."""
         if submission.get("checker") != checkers.BEHAVIOUR:
             return refused("only a behaviour exercise is tried")
         made = behaviour.vet_requests(submission, (_seed(), _seed()),
                                       self.limits.code_max_bytes)
         if isinstance(made, str):
             return refused(made)
-        details = []
-        async with self._turn():
-            for request in made:
+        details, waited = [], 0.0
+        for request in made:
+            async with self._turn(trial=True, waited=waited) as waited:
                 result, detail = await self._run(request, gpu=False)
-                if result["status"] != OK:
-                    return result
-                details.append(detail)
+            if result["status"] != OK:
+                return result
+            details.append(detail)
         detail = {"observations": behaviour.vet_observations(submission, details)}
         return await self._judged(checkers.BEHAVIOUR, 0, result, detail)
 
     @contextlib.asynccontextmanager
-    async def _turn(self):
-        """A run slot, or TooLate when it came after the client stopped waiting."""
+    async def _turn(self, trial: bool = False, waited: float = 0.0):
+        """A run slot, or TooLate when the request's waits (`waited`: its earlier turns')
+        came to more than its client's patience; yields its waits so far."""
         arrived = time.monotonic()
-        async with self.admission.slot():
-            if time.monotonic() - arrived > self.limits.reply_margin_s:
+        async with self.admission.slot(trial):
+            waited += time.monotonic() - arrived
+            if waited > self.limits.reply_margin_s:
                 # Its client has stopped waiting: running it now would only delay others.
                 raise TooLate
-            yield
+            yield waited
 
     async def _run(self, request: dict, gpu: bool) -> tuple[dict, dict]:
         loop = asyncio.get_running_loop()

@@ -73,6 +73,18 @@ def test_bench_sandbox_on_cuda_says_when_there_is_no_gpu():
         assert result.returncode == 1 and "no CUDA GPU" in report["error"]
 
 
+def test_bench_trials_times_a_learners_verdict_beside_hostile_uploads():
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "bench", "trials", "--json", "--fast"],
+        capture_output=True, text=True, cwd=REPO, timeout=300,
+    )
+    assert result.stdout, result.stderr[-3000:]
+    report = json.loads(result.stdout)
+    assert report["benchmark"] == "trials" and report["uploads"] == report["slots"] > 0
+    assert report["learner_status"] == "ok" and report["passed"] is True, report
+    assert report["ok"] == (report["verdict_s"] < report["target_s"])
+
+
 def test_bench_checker_times_checks_through_the_sandbox():
     result = subprocess.run(
         [sys.executable, "-m", "bot", "bench", "checker", "--json", "-n", "3"],

@@ -12,22 +12,18 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import os
 import socket
-import subprocess
-import sys
 import textwrap
 import time
 import zlib
-from pathlib import Path
 
 import pytest
 import pytest_asyncio
 
 from bot.sandbox.client import SandboxBusy, SandboxClient
 from bot.sandbox.protocol import ERROR, OK, RunResult
-from tests.helpers.paths import REPO
 from tests.helpers.sandbox import in_syscall, jailed_processes, sleeping_child, wait_until
+from tests.helpers.served import Service, start_served, stop_served
 from tests.helpers.train_loop import REFERENCE
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -80,46 +76,14 @@ def _forger(report_expression: str) -> str:
     """)
 
 
-class Service:
-    def __init__(self, address: str, process: subprocess.Popen):
-        self.address, self.process = address, process
-
-    def client(self, **options) -> SandboxClient:
-        return SandboxClient(address=self.address, runs_per_minute=10_000, max_queue=256,
-                             limits=None, **options)
-
-    def rss_mb(self) -> float:
-        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-        return 0.0
-
-
-async def _start(tmp: Path, *options: str, limits: dict = LIMITS) -> Service:
-    address = f"unix:{tmp / 'sandbox.sock'}"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "bot", "sandbox", "serve", "--listen", address,
-         "--limits", json.dumps(limits), *options],
-        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stderr=subprocess.DEVNULL)
-    service = Service(address, process)
-    probe = service.client()
-    await probe.start()  # waits for the socket and the service's first answer
-    await probe.stop()
-    return service
-
-
-def _stop(service: Service) -> None:
-    service.process.terminate()
-    service.process.wait(60)
-
-
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def shared(tmp_path_factory):
-    service = await _start(tmp_path_factory.mktemp("shared"), "--parallel", "8")
+    service = await start_served(tmp_path_factory.mktemp("shared"), "--parallel", "8",
+                                 limits=LIMITS)
     try:
         yield service
     finally:
-        _stop(service)
+        stop_served(service)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -128,26 +92,27 @@ async def roomy(tmp_path_factory):
     under the observer take 3.2 s of an idle machine, and went past a 10 s wall with another
     suite's runs in the sandbox beside it. Here the wall only bounds a run that should have
     ended (under the 50 s its clients wait)."""
-    service = await _start(tmp_path_factory.mktemp("roomy"), "--parallel", "2",
-                           limits={**LIMITS, "wall_s": 30.0, "cpu_s": 32})
+    service = await start_served(tmp_path_factory.mktemp("roomy"), "--parallel", "2",
+                                 limits={**LIMITS, "wall_s": 30.0, "cpu_s": 32})
     try:
         yield service
     finally:
-        _stop(service)
+        stop_served(service)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def narrow(tmp_path_factory):
     """One slot, few connections closed when idle for 2 s, and a judge deadline no record
     can meet."""
-    service = await _start(tmp_path_factory.mktemp("narrow"), "--parallel", "1",
-                     "--connections", json.dumps({"max_connections": 6, "first_line_s": 300,
-                                                 "drain_s": 2, "idle_s": 2}),
-                     "--checkers", json.dumps({"timeout_s": 0.001}))
+    service = await start_served(
+        tmp_path_factory.mktemp("narrow"), "--parallel", "1", "--connections",
+        json.dumps({"max_connections": 6, "first_line_s": 300, "drain_s": 2,
+                    "idle_s": 2}),
+        "--checkers", json.dumps({"timeout_s": 0.001}), limits=LIMITS)
     try:
         yield service
     finally:
-        _stop(service)
+        stop_served(service)
 
 
 async def _check(client: SandboxClient, code: str, learner: str) -> RunResult:
