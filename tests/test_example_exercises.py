@@ -159,7 +159,7 @@ def test_a_new_version_that_changes_an_exercise_must_say_its_meaning_changed(dec
 
 def test_a_sandbox_that_never_answers_stores_nothing_and_says_so(tutor):
     class Silent:
-        def vet(self, card):
+        def vet(self, card, server):
             raise not_judged("timeout")
 
     tutor.code_judge = Silent()

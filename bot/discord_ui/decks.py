@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import io
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 import discord
@@ -42,6 +43,9 @@ REFUSED = object()  # the engine said no, and the admin was told why
 
 def commands(handlers: CardHandlers) -> list[app_commands.Group]:
     decks = CommunityDecks(handlers.tutor)
+    # Trials take minutes in the sandbox: on threads of their own, as many as the gate lets
+    # run at once, never the ones that judge learners' answers.
+    trials = ThreadPoolExecutor(decks.trials.at_once, thread_name_prefix="deck-trials")
 
     group = admin_group("deck", "This server's decks: upload, share, choose (admins).")
 
@@ -69,8 +73,10 @@ def commands(handlers: CardHandlers) -> list[app_commands.Group]:
         try:
             result = await handlers.db(decks.check, interaction.guild_id, file.filename, data)
             if isinstance(result, Checked):
-                if result.exercises:  # seconds in the sandbox: off the event loop
-                    await asyncio.to_thread(decks.try_exercises, result)
+                if result.exercises:  # seconds to minutes in the sandbox: off the loop
+                    with decks.trial(interaction.guild_id):
+                        await asyncio.get_running_loop().run_in_executor(
+                            trials, decks.try_exercises, interaction.guild_id, result)
                 result = await handlers.db(decks.store, interaction.guild_id, result,
                                            f"discord:{interaction.user.id}")
         except DeckRejected as exc:

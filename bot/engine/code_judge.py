@@ -91,12 +91,13 @@ class SandboxJudge:
             code, learner=None if learner is None else str(learner), mode="check",
             checker=card.checker, device=self.device, behaviour=card.behaviour_request()))
 
-    def vet(self, card: CodeCard) -> tuple[list[str], bool]:
+    def vet(self, card: CodeCard, server: int) -> tuple[list[str], bool]:
         """What is wrong with a behaviour card's exercise (its cases, reference and
-        versions, tried in the sandbox before the deck is stored; [] when nothing is), and
-        whether a limit stopped it."""
-        result = self._result(card.reference, mode="vet", checker=card.checker,
-                              behaviour=card.behaviour_request())
+        versions, tried in the sandbox before `server`'s deck is stored; [] when nothing
+        is), and whether a limit stopped it. The trial's runs are the server's: one at a
+        time across the fleet (`trial:{server}`, never a learner's key)."""
+        result = self._result(card.reference, learner=f"trial:{server}", mode="vet",
+                              checker=card.checker, behaviour=card.behaviour_request())
         return vet_problems(result), result.status in VET_STOPPED
 
     def _result(self, code: str, **run) -> RunResult:

@@ -19,6 +19,7 @@ import yaml
 
 from bot.engine.deck_limits import check_limits
 from bot.engine.exercises import ExercisesUntried, exercise_problems, exercises
+from bot.engine.trials import TrialGate
 from bot.engine.tutor import Tutor, TutorError
 from content.anki import export_apkg
 from content.importer import import_page
@@ -83,20 +84,24 @@ class Draft:
 
 
 class CommunityDecks:
-    def __init__(self, tutor: Tutor):
+    def __init__(self, tutor: Tutor, trials: TrialGate | None = None):
         self.tutor = tutor
+        self.trials = trials or TrialGate()  # how much of the sandbox uploads may take
 
     def upload(self, guild_id: int, filename: str, data: bytes,
                uploaded_by: str) -> Uploaded | Draft:
         """A deck file (.yaml/.yml) is validated and stored as this server's (a new deck
         id, or a new version of a deck this server owns) and enabled here; a practice page
-        (.txt) comes back as a Draft. DeckRejected otherwise, with nothing stored. The
-        three steps, for a front end that runs the slow one (the sandbox) off its loop:
-        `check`, `try_exercises`, `store`."""
+        (.txt) comes back as a Draft. DeckRejected otherwise, with nothing stored (or
+        TrialRefused: its exercises may not be tried now). The three steps, for a front end
+        that runs the slow one (the sandbox) off its loop: `check`, `try_exercises` (inside
+        `trial`), `store`."""
         checked = self.check(guild_id, filename, data)
         if isinstance(checked, Draft):
             return checked
-        self.try_exercises(checked)
+        if checked.exercises:
+            with self.trial(guild_id):
+                self.try_exercises(guild_id, checked)
         return self.store(guild_id, checked, uploaded_by)
 
     def check(self, guild_id: int, filename: str, data: bytes) -> Checked | Draft:
@@ -120,11 +125,18 @@ class CommunityDecks:
             _check_revs(previous, deck, row.version, line_finder(text))
         return Checked(deck, text, row.version if row else 0)
 
-    def try_exercises(self, checked: Checked) -> None:
+    def trial(self, guild_id: int):
+        """The server's one trial of exercises, held around `try_exercises`: TrialRefused
+        while another of its uploads is tried, past its uploads per hour, or while as many
+        servers' are tried as this process has threads for them."""
+        return self.trials.held(guild_id)
+
+    def try_exercises(self, guild_id: int, checked: Checked) -> None:
         """Run the deck's behaviour exercises in the sandbox (seconds; no database):
         DeckRejected with a reason per card when one fails."""
         try:
-            problems = exercise_problems(self.tutor.code_judge, checked.deck, checked.text)
+            problems = exercise_problems(self.tutor.code_judge, checked.deck, checked.text,
+                                         guild_id)
         except ExercisesUntried as exc:
             raise DeckRejected(str(exc)) from None
         if problems:

@@ -11,6 +11,7 @@ and every problem comes back as "line N: card id: why", the way an upload's othe
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 
 from bot.engine.tutor import NotJudged, TryAgain
@@ -32,10 +33,10 @@ def exercises(deck: Deck) -> list[tuple[int, CodeCard]]:
             if isinstance(card, CodeCard) and card.checker == checkers.BEHAVIOUR]
 
 
-def exercise_problems(judge, deck: Deck, text: str) -> list[str]:
-    """Every problem of the deck's exercises, as "line N: message" ([] for none).
-    `judge`: the engine's code judge (None without a sandbox). ExercisesUntried when
-    they cannot be tried now."""
+def exercise_problems(judge, deck: Deck, text: str, server: int) -> list[str]:
+    """Every problem of the deck's exercises, as "line N: message" ([] for none), tried
+    for `server`'s upload. `judge`: the engine's code judge (None without a sandbox).
+    ExercisesUntried when they cannot be tried now."""
     cards = exercises(deck)
     if not cards:
         return []
@@ -48,7 +49,7 @@ def exercise_problems(judge, deck: Deck, text: str) -> list[str]:
     if vet is None:
         raise ExercisesUntried("This bot runs no code, so the deck's behaviour cards cannot "
                                "be tried (nor played); nothing was stored.")
-    return list(_tried(vet, cards, line))
+    return list(_tried(functools.partial(vet, server=server), cards, line))
 
 
 def _tried(vet, cards: list[tuple[int, CodeCard]], line) -> Iterator[str]:

@@ -237,7 +237,7 @@ class SandboxClient:
         """Run code under the sandbox's limits; raise SandboxBusy when not admitted.
         `behaviour`: a behaviour check's block (bot/sandbox/behaviour.py)."""
         if learner is not None:
-            self._admit(learner)
+            self._admit(learner, rated=mode != "vet")
         deadline = (behaviour_runs(mode, behaviour) * self.limits.wall_s
                     + 2 * self.limits.reply_margin_s)
         try:
@@ -254,19 +254,22 @@ class SandboxClient:
             raise SandboxBusy(result.stderr or "The code runner is busy; try again.")
         return result
 
-    def _admit(self, learner: str) -> None:
+    def _admit(self, learner: str, rated: bool = True) -> None:
+        """`rated`: a learner's run counts toward their runs per minute; a deck trial's
+        exercises, tried one after another, are held by the engine's rate per server."""
         if len(self._pending) >= self.max_queue:
             raise SandboxBusy("The code runner is busy right now; try again in a minute.",
                               reason="full")
         if learner in self._in_flight:
             raise SandboxBusy("Your previous code is still running; wait for its verdict.",
                               reason="learner")
-        now, recent = self.clock(), self._recent[learner]
-        while recent and now - recent[0] >= 60:
-            recent.popleft()
-        if len(recent) >= self.runs_per_minute:
-            wait = 60 - (now - recent[0])
-            raise SandboxBusy(f"That's {self.runs_per_minute} runs this minute; try again "
-                              f"in {wait:.0f} s.", reason="rate")
-        recent.append(now)
+        if rated:
+            now, recent = self.clock(), self._recent[learner]
+            while recent and now - recent[0] >= 60:
+                recent.popleft()
+            if len(recent) >= self.runs_per_minute:
+                wait = 60 - (now - recent[0])
+                raise SandboxBusy(f"That's {self.runs_per_minute} runs this minute; try "
+                                  f"again in {wait:.0f} s.", reason="rate")
+            recent.append(now)
         self._in_flight.add(learner)

@@ -4,6 +4,8 @@ and the verdict names the mistake, or shows the smallest case where the code dif
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from bot.discord_ui.client import TutorBot
@@ -65,3 +67,28 @@ async def test_a_broken_exercise_is_refused_with_its_card_and_nothing_is_stored(
     assert "pytorch-exercises/stable-softmax: version softmax_overflow cannot be told apart " \
            "from the reference on these cases" in shown, shown
     untouched(decks, guild.id, before)
+
+
+
+class Noted:
+    """The real judge, noting the thread each exercise is tried on."""
+
+    def __init__(self, judge):
+        self.judge, self.threads = judge, []
+
+    def __getattr__(self, name):
+        return getattr(self.judge, name)
+
+    def vet(self, card, server):
+        self.threads.append(threading.current_thread().name)
+        return self.judge.vet(card, server)
+
+
+async def test_an_uploads_exercises_are_tried_on_threads_of_their_own(world, admin,
+                                                                      bot_tutor):
+    """Issue 37.1: never on the threads that judge learners' answers."""
+    _, channel, *_ = world
+    noted = bot_tutor.code_judge = Noted(bot_tutor.code_judge)
+    assert "was refused" not in await upload_example(admin, channel)
+    assert len(noted.threads) == 3
+    assert all(name.startswith("deck-trials") for name in noted.threads), noted.threads
