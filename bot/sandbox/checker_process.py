@@ -68,8 +68,8 @@ def _why(checker: str, exc: Exception) -> str:
     where = traceback.extract_tb(exc.__traceback__)[-1]
     print(f"checker {checker}: a record raised {kind}: {str(exc)[:200]} at "
           f"{where.filename}:{where.lineno}", file=sys.stderr, flush=True)  # for the operator
-    if isinstance(exc, ArithmeticError):  # OverflowError: a forged -1e308, squared
-        return f"a number in it is too large to compute with: {kind}"
+    if isinstance(exc, ArithmeticError):  # OverflowError: a forged -1e308, squared; a 0 divisor
+        return f"a number in it is beyond what the checker can compute with: {kind}"
     return f"a value in it is not of the kind the checker expects: {kind}"
 
 

@@ -161,7 +161,7 @@ async def test_a_gradient_too_large_to_square_costs_its_run_only(roomy_sandbox):
 
     await refused_for_its_run_only(
         roomy_sandbox, lambda: amp(HUGE_GRADIENT, "mallory"),
-        "a number in it is too large to compute with: OverflowError",
+        "a number in it is beyond what the checker can compute with: OverflowError",
         lambda: amp(AMP_LOOP, "alice"))
 
 
