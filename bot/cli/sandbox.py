@@ -35,7 +35,7 @@ def _sandboxed(code: str, **options):
     a wrong password, no socket), a run it refused (busy, no host) or one it could not
     judge through no fault of the code ends the command: one line on stderr, exit 2."""
     import asyncio
-    import getpass
+    import os
 
     from bot.cli.common import load_settings
     from bot.sandbox.client import SandboxBusy
@@ -50,8 +50,9 @@ def _sandboxed(code: str, **options):
                             allow_unbounded_memory=settings.sandbox_allow_unbounded_memory)
         await client.start(keep_trying=False)  # one try: this command runs once
         try:
-            # One run at a time per user of this machine, as for a learner on Discord.
-            return await client.run(code, learner=f"cli:{getpass.getuser()}", **options)
+            # One run at a time per user of this machine (by uid: $USER is the caller's to
+            # set), as for a learner on Discord.
+            return await client.run(code, learner=f"cli:{os.getuid()}", **options)
         finally:
             await client.stop()
 

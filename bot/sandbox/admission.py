@@ -8,7 +8,9 @@ between learners.
 Deck trials (`mode: vet`, an upload's exercises tried before the deck is stored) are a
 lower class: each of a trial's runs waits for a slot of its own, behind every learner's
 waiting run, and trials hold at most `trial_slots` (a quarter) of the slots at once, so
-uploads, however many and however slow, leave learners most of the service.
+uploads, however many and however slow, leave learners most of the service. A user of the
+machine that is not a bot (`connections`: a socket client such as `tutor check`) may have at
+most `user_max` runs, a quarter of the slots, queued or running.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections import deque
+from collections import Counter, deque
 from collections.abc import AsyncIterator
 
 MIB = 1 << 20
@@ -43,7 +45,11 @@ class Admission:
         self.slots = slots
         self.trial_slots = max(1, slots // 4)  # what deck trials may hold at once
         self.queue_max = queue_max
+        # Runs one user of the machine that is not a bot (a socket client: `tutor check`,
+        # a tool) may have queued or running: a share of the slots, as for trials.
+        self.user_max = max(1, slots // 4)
         self._learners: set[str] = set()
+        self._users: Counter[str] = Counter()
         self._free = slots
         self._trials = 0  # slots held by trials' runs
         # Waiting runs in arrival order: learners' [False], trials' [True].
@@ -54,17 +60,27 @@ class Admission:
         return len(self._queues[False]) + len(self._queues[True])
 
     @contextlib.asynccontextmanager
-    async def turn(self, learner: str) -> AsyncIterator[None]:
-        """Hold `learner`'s place from now to the verdict, and a slot while inside."""
+    async def turn(self, learner: str, user: str | None = None) -> AsyncIterator[None]:
+        """Hold `learner`'s place from now to the verdict, and a slot while inside.
+        `user`: the machine's user who sent it when that is not a bot (capped)."""
         if learner in self._learners:
             raise Busy("Your previous code is still running; wait for its verdict.")
+        if user is not None and self._users[user] >= self.user_max:
+            raise Busy(f"You have {self.user_max} runs queued or running already; wait "
+                       "for their verdicts.")
         if self.waiting >= self.queue_max:
             raise Busy("The code runner is busy right now; try again in a minute.")
         self._learners.add(learner)
+        if user is not None:
+            self._users[user] += 1
         try:
             yield
         finally:
             self._learners.discard(learner)
+            if user is not None:
+                self._users[user] -= 1
+                if not self._users[user]:
+                    del self._users[user]
 
     @contextlib.asynccontextmanager
     async def slot(self, trial: bool = False) -> AsyncIterator[None]:

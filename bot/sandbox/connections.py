@@ -3,8 +3,13 @@
 `tutor sandbox serve` is shared by every bot process, so no client may cost the others:
 - replies are written with backpressure: a client that stops reading is dropped once its
   unread replies pass a bound, instead of the service holding them all in memory;
-- connections are capped; at the cap, the connection idle longest (nothing in flight) makes
-  room for a new one, so idle connections cannot lock the bots out;
+- the bots' connections are known by their peer's user id (SO_PEERCRED: the service's own
+  user, and `bot_uids`): they have room of their own and are never closed for another
+  client; any other user of the machine who can reach the socket has a cap of connections
+  of its own, under a cap for all of them, and its runs are capped (`Admission.user_max`);
+  at a cap, the connection idle longest (nothing in flight) in it makes room for a new one;
+- requests without a learner count as one learner per connection, and the learners another
+  user names are its own (they cannot hold a bot's learner's place);
 - a connection that sends nothing for `idle_s` with nothing in flight is closed;
 - when a connection closes, its queued and running work is cancelled: the children go, and
   their slots with them.
@@ -17,6 +22,8 @@ import contextlib
 import itertools
 import logging
 import os
+import socket
+import struct
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -27,17 +34,22 @@ from bot.sandbox.protocol import decode, encode
 
 log = logging.getLogger("sandbox.service")
 LINE_LIMIT = 4 * 1024 * 1024
-_anonymous = itertools.count(1)
+_serials = itertools.count(1)
+SAY_EVERY_S = 60.0  # a refusal of connections is logged at most this often per user
 
 
 class Server(Protocol):
     def info(self) -> dict: ...
-    def execute(self, submission: dict, learner: str) -> Awaitable[dict]: ...
+    def execute(self, submission: dict, learner: str,
+                user: str | None = None) -> Awaitable[dict]: ...
 
 
 @dataclass(frozen=True)
 class ConnectionLimits:
-    max_connections: int = 64
+    max_connections: int = 64  # of every user that is not a bot, together
+    user_connections: int = 16  # of one user that is not a bot
+    bot_connections: int = 64  # of the bots (room no other client can take)
+    bot_uids: tuple[int, ...] = ()  # users that run bots, besides the service's own
     idle_s: float = 600.0  # nothing sent, nothing in flight: closed (a client reconnects)
     first_line_s: float = 30.0  # a new connection that never says anything
     unread_max_bytes: int = 4 * 1024 * 1024  # replies a client has not read yet
@@ -45,21 +57,51 @@ class ConnectionLimits:
     in_flight_max: int = 128  # requests of one connection at once; then it is not read
 
 
-def learner_key(request: dict) -> str:
-    """The request's opaque learner key. A request without one (a trusted tool's, or a
-    test's) is a learner of its own: every client we serve can reach the socket only as the
-    operator allows, and the bots always send the key."""
+@dataclass(frozen=True)
+class Peer:
+    """Who is at the other end: a bot (its learner keys are trusted across bot processes)
+    or another user of the machine, `uid`."""
+
+    uid: int | None
+    bot: bool
+
+    @property
+    def user(self) -> str | None:
+        """The admission's cap key: None for a bot."""
+        return None if self.bot else f"uid:{self.uid}"
+
+
+STDIO = Peer(None, bot=True)  # the process that started us
+
+
+def peer_of(writer: asyncio.StreamWriter, limits: ConnectionLimits) -> Peer:
+    """The connecting process's user, from the kernel (it cannot be forged)."""
+    sock = writer.get_extra_info("socket")
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _, uid, _ = struct.unpack("3i", creds)
+    return Peer(uid, bot=uid == os.getuid() or uid in limits.bot_uids)
+
+
+def learner_key(request: dict, peer: Peer, connection: int) -> str:
+    """The request's learner key. A bot names its learners (the same across its processes);
+    the learners another user names are that user's own; a request without one counts as
+    one learner per connection (the one trusted client on stdin: one per request)."""
     learner = request.get("learner")
     if isinstance(learner, str) and 0 < len(learner) <= 200:
-        return f"learner:{learner}"
-    return f"anonymous:{next(_anonymous)}"
+        return f"learner:{learner}" if peer.bot else f"{peer.user}:learner:{learner}"
+    if peer is STDIO:
+        return f"anonymous:{next(_serials)}"
+    return f"connection:{connection}"
 
 
 class Connection:
     def __init__(self, server: Server, reader: asyncio.StreamReader,
-                 write: Callable[[bytes], Awaitable[None]], limits: ConnectionLimits | None):
+                 write: Callable[[bytes], Awaitable[None]], limits: ConnectionLimits | None,
+                 peer: Peer = STDIO):
         self.server, self.reader, self.write = server, reader, write
         self.limits = limits  # None: the one trusted client on stdin/stdout
+        self.peer = peer
+        self.serial = next(_serials)
         self.tasks: set[asyncio.Task] = set()
         self.last_active = time.monotonic()
         self.closed = asyncio.Event()
@@ -72,7 +114,8 @@ class Connection:
         if request.get("op") == "info":
             reply = self.server.info()
         else:
-            reply = await self.server.execute(request, learner_key(request))
+            reply = await self.server.execute(
+                request, learner_key(request, self.peer, self.serial), self.peer.user)
         try:
             await self.write(encode({**reply, "id": request.get("id")}))
         except ConnectionError:  # it left, or stopped reading: nothing more for it
@@ -153,15 +196,21 @@ async def serve_stdio(server: Server) -> None:
 
 
 class Listener:
-    """Accepts clients on a socket and keeps the connection cap."""
+    """Accepts clients on a socket and keeps the connection caps."""
 
     def __init__(self, server: Server, limits: ConnectionLimits):
         self.server, self.limits = server, limits
         self.connections: set[Connection] = set()
+        self._said: dict[tuple, float] = {}
 
     async def client(self, reader: asyncio.StreamReader,
                      writer: asyncio.StreamWriter) -> None:
-        if not self._make_room():
+        peer = peer_of(writer, self.limits)
+        if not peer.bot:
+            self._say((peer.uid, "user"), logging.INFO, f"uid {peer.uid} connects as a user "
+                      "that is not a bot: its connections and runs are capped (if it runs a "
+                      "bot, name it in --connections' bot_uids)")
+        if not self._make_room(peer):
             writer.write(encode({"status": "error", "busy": True,
                                  "stderr": "the sandbox has too many connections"}))
             writer.close()
@@ -180,7 +229,7 @@ class Listener:
                     writer.transport.abort()
                     raise ConnectionError("client stopped reading") from None
 
-        connection = Connection(self.server, reader, write, self.limits)
+        connection = Connection(self.server, reader, write, self.limits, peer)
         self.connections.add(connection)
         try:
             await connection.serve()
@@ -188,18 +237,39 @@ class Listener:
             self.connections.discard(connection)
             writer.close()
 
-    def _make_room(self) -> bool:
-        if len(self.connections) < self.limits.max_connections:
-            return True
-        idle = [c for c in self.connections if c.idle and not c.closed.is_set()]
-        if not idle:
-            return False
-        oldest = min(idle, key=lambda c: c.last_active)
-        oldest.closed.set()  # its serve() ends and closes it
-        self.connections.discard(oldest)
-        log.warning("sandbox connection cap (%d) reached: closed the longest idle one",
-                    self.limits.max_connections)
+    def _caps(self, peer: Peer) -> list[tuple[Callable[[Peer], bool], int]]:
+        """The groups a new connection of `peer` counts in, each with its cap."""
+        if peer.bot:
+            return [(lambda p: p.bot, self.limits.bot_connections)]
+        return [(lambda p: p.uid == peer.uid, self.limits.user_connections),
+                (lambda p: not p.bot, self.limits.max_connections)]
+
+    def _make_room(self, peer: Peer) -> bool:
+        """Room for `peer` in each of its groups: at a cap, the group's connection idle
+        longest is closed, or the new one is refused when every one has work in flight."""
+        for member, cap in self._caps(peer):
+            group = [c for c in self.connections if member(c.peer)]
+            if len(group) < cap:
+                continue
+            idle = [c for c in group if c.idle and not c.closed.is_set()]
+            if not idle:
+                self._say((peer.uid, "refused"), logging.WARNING, f"refused a connection of "
+                          f"uid {peer.uid}: {cap} connections with work in flight")
+                return False
+            oldest = min(idle, key=lambda c: c.last_active)
+            oldest.closed.set()  # its serve() ends and closes it
+            self.connections.discard(oldest)
+            self._say((peer.uid, "closed"), logging.WARNING, f"connection cap ({cap}) "
+                      f"reached for uid {peer.uid}: closed the longest idle connection")
         return True
+
+    def _say(self, key: tuple, level: int, message: str) -> None:
+        """Log `message`, at most every SAY_EVERY_S per key: a flood of connections is
+        one line a minute."""
+        now = time.monotonic()
+        if now - self._said.get(key, -SAY_EVERY_S) >= SAY_EVERY_S:
+            self._said[key] = now
+            log.log(level, "sandbox %s", message)
 
 
 async def serve_socket(server: Server, address: str, mode: int = 0o660,

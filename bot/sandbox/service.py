@@ -171,11 +171,12 @@ class SandboxService:
 
     # -- running a submission ------------------------------------------------------------
 
-    async def execute(self, submission: dict, learner: str) -> dict:
+    async def execute(self, submission: dict, learner: str, user: str | None = None) -> dict:
         """Exactly one result for every submission, whatever it holds. `learner`: whose it
-        is (`connections.learner_key`), for fair admission."""
+        is (`connections.learner_key`), for fair admission; `user`: the machine's user who
+        sent it, when that is not a bot (its runs at once are capped)."""
         try:
-            async with self.admission.turn(learner):
+            async with self.admission.turn(learner, user):
                 return await self._execute(submission)
         except Busy as exc:
             return busy(str(exc))

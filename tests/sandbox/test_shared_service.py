@@ -106,8 +106,8 @@ async def narrow(tmp_path_factory):
     can meet."""
     service = await start_served(
         tmp_path_factory.mktemp("narrow"), "--parallel", "1", "--connections",
-        json.dumps({"max_connections": 6, "first_line_s": 300, "drain_s": 2,
-                    "idle_s": 2}),
+        json.dumps({"max_connections": 6, "bot_connections": 6, "first_line_s": 300,
+                    "drain_s": 2, "idle_s": 2}),
         "--checkers", json.dumps({"timeout_s": 0.001}), limits=LIMITS)
     try:
         yield service
