@@ -9,6 +9,7 @@ import yaml
 
 from bot.cli.main import build_parser
 from bot.cli.sandbox import ACL_PASSWORDS, cmd_sandbox_acl, cmd_sandbox_serve
+from bot.sandbox.broker import REDIS_SETTINGS
 from tests.helpers.paths import REPO
 
 
@@ -72,6 +73,8 @@ def test_redis_starts_with_the_acl_file_the_one_shot_service_writes():
     command = redis["command"]
     assert command[command.index("--aclfile") + 1] == "/acl/users.acl"
     assert command[command.index("--appendonly") + 1] == "yes"
+    for name, value in REDIS_SETTINGS.items():  # what the fleet asks of redis-server
+        assert command[command.index(f"--{name}") + 1] == value
     assert _volume(acl, "/acl") == _volume(redis, "/acl")
     assert _volume(redis, "/data") == "redis-data"
 

@@ -1,8 +1,9 @@
 """A throwaway `redis-server` on loopback with the fleet's users, for benchmarks and tests.
 
 It runs Debian's `redis-server` (`apt-get install redis-server`) in a temporary folder, the
-default user off, the two users of `broker.acl_rules` and an admin; without persistence, or
-with append-only persistence (`appendonly=True`, compose's). `restart()` kills it and starts
+default user off, the two users of `broker.acl_rules` and an admin, and the fleet's server
+settings (`broker.REDIS_SETTINGS`, or `settings`); without persistence, or with
+append-only persistence (`appendonly=True`, compose's). `restart()` kills it and starts
 it again on the same port with its data gone, as after a crash without persistence;
 `restart(keep_data=True)` stops it gracefully and starts it again from its append-only log.
 """
@@ -17,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bot.sandbox.broker import BOT_USER, HOST_USER, acl_rules
+from bot.sandbox.broker import BOT_USER, HOST_USER, REDIS_SETTINGS, acl_rules
 
 ADMIN_USER = "tutor-admin"
 
@@ -29,7 +30,8 @@ def _free_port() -> int:
 
 
 class LocalRedis:
-    def __init__(self, *, tls: bool = False, appendonly: bool = False):
+    def __init__(self, *, tls: bool = False, appendonly: bool = False,
+                 settings: dict[str, str] | None = None):
         binary = shutil.which("redis-server") or "/usr/bin/redis-server"
         if not Path(binary).exists():
             raise RuntimeError("redis-server is not installed (apt-get install redis-server)")
@@ -38,6 +40,7 @@ class LocalRedis:
         self.port = _free_port()
         self.tls = tls
         self.appendonly = appendonly
+        self.settings = REDIS_SETTINGS if settings is None else settings
         self.bot_password = secrets.token_hex(12)
         self.host_password = secrets.token_hex(12)
         # An operator's user beside the fleet's, for tests and benchmarks to look inside.
@@ -87,7 +90,8 @@ class LocalRedis:
             [self.binary, *listen, "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "yes" if self.appendonly else "no",
              "--dir", str(self.folder), "--aclfile", str(self.folder / "users.acl"),
-             "--logfile", str(self.folder / "redis.log")],
+             "--logfile", str(self.folder / "redis.log"),
+             *(part for name, value in self.settings.items() for part in (f"--{name}", value))],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout_s
         while "Ready to accept connections" not in self.log():

@@ -1,12 +1,14 @@
 """The sandbox fleet's meeting place: Redis, shared by every bot process and sandbox host.
 
-Bot processes (`fleet_client`) admit a run and add it to the job stream of a device pool;
-sandbox hosts (`fleet_host`) read their pool's stream as consumers of one group, run each
-job and write the reply to the stream of the bot process that sent it. What lives where,
-under one prefix (`tutor:sandbox:` by default):
+Bot processes (`fleet_client`) admit a run and push it on the inbox of a device pool;
+sandbox hosts (`fleet_host`) take jobs from their pool's inbox into a stream of their own,
+read as consumers of one group, run each job and write the reply to the stream of the bot
+process that sent it. Redis runs only the fleet's own functions (`broker_functions`). What
+lives where, under one prefix (`tutor:sandbox:` by default):
 
-    jobs:{pool}          stream, one entry a run; group `hosts`; an entry is deleted once
-                         answered, so its length is the queue (runs waiting or running)
+    inbox:{pool}         list, one job a run, pushed by the bots and taken by the hosts
+    jobs:{pool}          stream of the jobs the hosts have taken; group `hosts`; an entry is
+                         deleted once answered, so its length is the runs in hand
     replies:{bot}        stream per bot process, trimmed and expiring
     admit:learner:{key}  the learner's one run in flight (its request id), expiring
     admit:rate:{key}     the learner's runs this minute (sorted set), expiring
@@ -18,9 +20,10 @@ under one prefix (`tutor:sandbox:` by default):
                          deadline has passed: a job that comes back (a log replayed without
                          its acknowledgement) is answered from it, never run again
 
-The two users (`acl_rules`) each get only their part: the bot adds jobs and reads replies and
-hosts; a host reads and acknowledges jobs, writes replies and its answers. The jobs carry no
-secret.
+The two users (`acl_rules`) each get only their part: the bot admits runs, pushes jobs
+(never reads, removes or trims them) and reads replies and hosts; a host takes, claims
+and acknowledges jobs, writes replies and its answers, and loads the functions. Neither
+may run a script of its own. The jobs carry no secret.
 """
 
 from __future__ import annotations
@@ -46,6 +49,9 @@ def is_broker(address: str | None) -> bool:
 @dataclass(frozen=True)
 class Keys:
     prefix: str = PREFIX
+
+    def inbox(self, pool: str) -> str:
+        return f"{self.prefix}inbox:{pool}"
 
     def jobs(self, pool: str) -> str:
         return f"{self.prefix}jobs:{pool}"
@@ -89,7 +95,7 @@ class FleetTiming:
     heartbeat_s: float = 5.0  # a host's load in `hosts:{pool}`; stale after 3 beats
     reply_ttl_s: float = 300.0  # a dead bot's replies vanish after this
     forget_after_s: float = 600.0  # a gone host, with nothing pending, leaves the group
-    block_s: float = 2.0  # one blocking read; also how soon a stop is noticed
+    block_s: float = 2.0  # one blocking read or idle wait; also how soon a stop is noticed
     refused_retry_s: float = 60.0  # the longest wait between tries while Redis refuses us
 
     @classmethod
@@ -117,6 +123,8 @@ def connect(url: str, **options):
 
     # A burst of runs waits for a connection instead of failing past the pool's size
     # (redis-py's default pool raises "Too many connections" at 100).
+    # Text that is not UTF-8 (a forged job) reads with U+FFFD rather than raising.
+    options = {"encoding_errors": "replace", **options}
     pool = aioredis.BlockingConnectionPool.from_url(
         url, max_connections=MAX_CONNECTIONS, timeout=30, decode_responses=True,
         socket_connect_timeout=5, socket_timeout=30, health_check_interval=30, **options)
@@ -165,57 +173,46 @@ def live_hosts(reports: dict[str, str], now_ms: int,
     return live, gone
 
 
-def job_fields(rid: str, bot: str, learner: str, patience_ms: int, request: dict) -> dict:
-    return {"rid": rid, "reply_to": bot, "learner": learner, "patience_ms": str(patience_ms),
-            "request": json.dumps(request, ensure_ascii=False)}
+# A job on the inbox: its head (one line of JSON: whose it is, where its reply goes, its
+# deadline) within HEAD_MAX bytes, a newline, and the request. A host is given the request
+# only when the whole job is within `job_max_bytes` (`broker_functions.take`).
+HEAD_MAX = 1024
 
 
-# One atomic admission across every bot process: the learner's one run in flight, their
-# runs this minute, and the pool's queue bound. Modes: "learner" (all three), "anonymous"
-# (a tool's run: the queue bound only), "again" (a run lost with the queue, sent once
-# more: the queue bound only). Replies {"ok"|"learner"|"rate"|"full", wait_ms}.
-ADMIT = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local rid, patience, per_minute = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local queue_max, mode = tonumber(ARGV[4]), ARGV[5]
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
-if mode == 'learner' then
-  local holder = redis.call('GET', KEYS[1])
-  if holder and holder ~= rid then return {'learner', 0} end
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - 60000)
-  if redis.call('ZCARD', KEYS[2]) >= per_minute then
-    local oldest = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-    return {'rate', tonumber(oldest[2]) + 60000 - now}
-  end
-end
-if redis.call('ZCARD', KEYS[3]) >= queue_max then return {'full', 0} end
-if mode ~= 'anonymous' then
-  redis.call('SET', KEYS[1], rid, 'PX', patience)
-end
-if mode == 'learner' then
-  redis.call('ZADD', KEYS[2], now, rid)
-  redis.call('PEXPIRE', KEYS[2], 60000)
-end
-redis.call('ZADD', KEYS[3], now + patience, rid)
-redis.call('PEXPIRE', KEYS[3], patience)
-return {'ok', 0}
-"""
+def job_max_bytes(code_max_bytes: int) -> int:
+    """The largest job a host reads: a request holds at most eleven texts of the code bound
+    (an answer, and a behaviour exercise's cases, reference and eight versions, a deck's
+    256 KiB at most), each at most a few times that once escaped as JSON."""
+    return 32 * code_max_bytes
 
-# The run is answered (or given up): its learner may send another, its queue place is free.
-RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
-redis.call('ZREM', KEYS[2], ARGV[1])
-return 1
-"""
 
-_BOT_COMMANDS = ("eval", "evalsha", "script|load", "set", "get", "del", "zadd", "zrem",
-                 "zcard", "zrange", "zremrangebyscore", "pexpire", "time", "xadd", "xlen",
-                 "xread", "hgetall", "ping", "hello", "auth")
-_HOST_COMMANDS = ("xreadgroup", "xack", "xautoclaim", "xclaim", "xpending", "xdel",
-                  "xgroup|create",
-                  "xgroup|delconsumer", "xinfo|consumers", "xadd", "pexpire", "time", "hset",
-                  "hdel", "hgetall", "incrby", "set", "get", "ping", "hello", "auth")
+def job_request(request: dict) -> str:
+    return json.dumps(request, ensure_ascii=False, separators=(",", ":"))
+
+
+def job_element(rid: str, bot: str, learner: str, deadline_ms: int, request: str) -> str:
+    """A job as a bot pushes it: the head's line, then the request (`job_request`)."""
+    head = {"rid": rid, "reply_to": bot, "learner": learner, "deadline_ms": deadline_ms}
+    return json.dumps(head, separators=(",", ":")) + "\n" + request
+
+
+# What the fleet asks of redis-server beyond the ACL file (compose.yaml and LocalRedis pass
+# them): a keyspace event when a job is pushed, so an idle host takes it at once (without
+# them a host looks every `FleetTiming.block_s`); no value larger than 8 MiB (a job is at
+# most `job_max_bytes`: 2 MiB with the default limits).
+REDIS_SETTINGS = {"notify-keyspace-events": "Kl", "proto-max-bulk-len": "8mb"}
+
+
+# Each user's commands, by where they may use them. Functions run with their caller's
+# permissions: what `broker_functions` calls is here too, on the keys it is called with.
+_BOT_ADMIT = ("fcall", "get", "set", "del", "zadd", "zrem", "zcard", "zcount", "zrange",
+              "zremrangebyscore", "pexpire", "time", "ping", "hello", "auth")
+_HOST_COMMANDS = ("fcall", "function|load", "lpop", "xreadgroup", "xautoclaim", "xclaim",
+                  "xpending", "xrange", "xack", "xdel", "xadd", "xgroup|create",
+                  "xgroup|delconsumer", "xinfo|consumers", "pexpire", "time", "hset", "hdel",
+                  "hgetall", "incrby", "set", "get", "subscribe", "unsubscribe", "ping",
+                  "hello", "auth")
+
 # The default user stays off (a connection that has not logged in can do nothing, and no one
 # can log in as it) but holds every permission: Redis replays its append-only log's
 # MULTI/EXEC blocks, and so every Lua script's writes, checking the default user's
@@ -227,22 +224,26 @@ DEFAULT_USER = "user default off ~* &* +@all"
 
 def acl_rules(bot_password: str, host_password: str, prefix: str = PREFIX) -> str:
     """Redis's ACL file for the fleet: the default user off (`DEFAULT_USER`); the bot's user
-    may admit runs, add jobs, read replies and the hosts' load, and nothing else; the hosts'
-    user may read, claim and acknowledge jobs, write replies and keep its answers.
-    `>password` lines: keep the file private."""
+    may admit runs (the fleet's functions and the admission keys), push jobs on the inboxes
+    (`RPUSH` only: never read, remove or trim them), read replies and the hosts' load, and
+    nothing else; the hosts' user may load the fleet's functions, take, claim and
+    acknowledge jobs, hear that one was pushed, write replies and keep its answers. Neither
+    may run a script of its own. `>password` lines: keep the file private."""
     def commands(names: tuple[str, ...]) -> str:
         return " ".join(f"+{name}" for name in names)
 
     for password in (bot_password, host_password):
         if not password or any(c.isspace() for c in password):
             raise ValueError("each password must be non-empty, without spaces")
+    keys = Keys(prefix)
+    inboxes = " ".join(f"%W~{keys.inbox(pool)}" for pool in POOLS)
     return "\n".join([
         DEFAULT_USER,
-        f"user {BOT_USER} on >{bot_password} resetkeys ~{prefix}admit:* "
-        f"%W~{prefix}jobs:* %R~{prefix}replies:* %R~{prefix}hosts:* resetchannels -@all "
-        f"{commands(_BOT_COMMANDS)}",
-        f"user {HOST_USER} on >{host_password} resetkeys ~{prefix}jobs:* "
-        f"%W~{prefix}replies:* ~{prefix}hosts:* ~{prefix}answered:* resetchannels -@all "
-        f"{commands(_HOST_COMMANDS)}",
+        f"user {BOT_USER} on >{bot_password} resetkeys ~{prefix}admit:* resetchannels "
+        f"-@all {commands(_BOT_ADMIT)} ({inboxes} +rpush) (%R~{prefix}replies:* +xread) "
+        f"(%R~{prefix}hosts:* +hgetall +get)",
+        f"user {HOST_USER} on >{host_password} resetkeys ~{prefix}jobs:* ~{prefix}inbox:* "
+        f"%W~{prefix}replies:* ~{prefix}hosts:* ~{prefix}answered:* resetchannels "
+        f"&__keyspace@*__:{prefix}inbox:* -@all {commands(_HOST_COMMANDS)}",
         "",
     ])

@@ -1,14 +1,15 @@
 """The bot's side of a sandbox fleet: runs go through Redis to whichever host is free.
 
-Admission is one atomic script in Redis (`broker.ADMIT`), so a learner has one run in
-flight and a few a minute whichever bot process (shard) they click in, and a pool's queue
-is bounded for the whole fleet. Replies come back on this process's own stream; the first
-reply for a run is kept. Every run is answered by its deadline: a Redis that restarted and
-lost the queue gets the runs this process was waiting for once more; a Redis that cannot be
-reached refuses new runs at once with a message the learner can act on, and so does a pool
-with no live host (none has beaten for three heartbeats), whose waiting runs are answered
-then too. A Redis that is away (or refuses our user) when the bot starts is tried again
-and again, in the background, until it answers (`BrokerLink` tells the operator).
+Admission is one atomic function in Redis (`broker_functions`), so a learner has one run
+in flight and a few a minute whichever bot process (shard) they click in, and a pool's
+queue is bounded for the whole fleet.
+Replies come back on this process's own stream; the first reply for a run is kept. Every
+run is answered by its deadline: a Redis that restarted and lost the queue gets the runs
+this process was waiting for once more; a Redis that cannot be reached refuses new runs at
+once with a message the learner can act on, and so does a pool with no live host (none
+has beaten for three heartbeats), whose waiting runs are answered then too. A Redis that
+is away (or refuses our user) when the bot starts is tried again and again, in the
+background, until it answers (`BrokerLink` tells the operator).
 """
 
 from __future__ import annotations
@@ -23,26 +24,36 @@ from collections import Counter
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, ResponseError
 
+from bot.sandbox import broker_functions as functions
 from bot.sandbox.broker import (
-    ADMIT,
     BEATS,
+    HEAD_MAX,
     POOLS,
     PREFIX,
-    RELEASE,
     Clock,
     FleetTiming,
     Keys,
     connect,
     is_broker,
-    job_fields,
+    job_element,
+    job_max_bytes,
+    job_request,
     redacted,
 )
 from bot.sandbox.broker_link import BrokerLink, problem
 from bot.sandbox.client import SandboxBusy, SandboxClient
 from bot.sandbox.fleet_hosts import HostWatch
-from bot.sandbox.protocol import Limits, RunResult, ServiceInfo, busy, decode, failed
+from bot.sandbox.protocol import (
+    Limits,
+    RunResult,
+    ServiceInfo,
+    busy,
+    decode,
+    failed,
+    refused,
+)
 
 log = logging.getLogger(__name__)
 UNREACHABLE = "The code runner cannot be reached right now; try again in a minute."
@@ -69,7 +80,7 @@ class _Run:
     rid: str
     pool: str
     learner: str  # the admission key: the learner's, or the run's own for a tool's run
-    request: dict
+    request: str  # as JSON (`broker.job_request`)
     future: asyncio.Future
     deadline: float  # on the loop's clock
     sent_again: bool = False
@@ -133,8 +144,6 @@ class FleetClient:
         instead (a command that runs once)."""
         self._stopping = False
         self.redis = connect(self.address)
-        self._admit = self.redis.register_script(ADMIT)
-        self._release = self.redis.register_script(RELEASE)
         try:
             await self._reach()
         except (RedisError, OSError) as exc:
@@ -204,8 +213,10 @@ class FleetClient:
         """The fleet's numbers now; never raises (Redis away: `up` false, zeros)."""
         stats = FleetStats()
         try:
-            for pool in POOLS:
-                stats.queue[pool] = await self.redis.xlen(self.keys.jobs(pool))
+            now = self.clock.now_ms()
+            for pool in POOLS:  # admitted and not yet answered
+                stats.queue[pool] = await self.redis.zcount(self.keys.queue(pool), f"({now}",
+                                                            "+inf")
                 stats.reclaims[pool] = int(await self.redis.get(self.keys.reclaims(pool))
                                            or 0)
             for pool, reports in (await self.hosts(fresh=True)).items():
@@ -239,10 +250,16 @@ class FleetClient:
             submission = {"code": code, "mode": mode, "checker": checker, "device": device}
             if behaviour is not None:
                 submission["behaviour"] = behaviour
-            run = _Run(rid, pool, key, submission,
-                       loop.create_future(), loop.time() + self.timing.patience_s)
+            request = job_request(submission)
+            if len(request.encode()) + HEAD_MAX > job_max_bytes(self.limits.code_max_bytes):
+                return RunResult.from_wire(refused("the code and its exercise are too large "
+                                                   "to send to the sandbox"))
+            run = _Run(rid, pool, key, request, loop.create_future(),
+                       loop.time() + self.timing.patience_s)
             self._runs[rid] = run  # before it is sent: its reply may come back first
-            await self._enter(run, "learner" if learner is not None else "anonymous")
+            answered = await self._enter(run, "learner" if learner is not None else "anonymous")
+            if answered is not None:
+                run.future.set_result(answered)
         except (RedisError, OSError) as exc:
             self._runs.pop(rid, None)
             self.link.failed(exc)
@@ -277,37 +294,61 @@ class FleetClient:
             raise self._refuse("no_host", NO_HOST)
         return pool
 
-    async def _enter(self, run: _Run, mode: str) -> None:
-        """Admit the run (raising SandboxBusy) and add it to its pool's queue."""
+    async def _enter(self, run: _Run, mode: str) -> dict | None:
+        """Admit the run (raising SandboxBusy) and push it on its pool's inbox; or its reply
+        when it cannot be sent (no host for three beats, and none loaded the functions)."""
         remaining_ms = max(1, int((run.deadline - asyncio.get_running_loop().time()) * 1000))
-        verdict, wait_ms = await self._admit(
-            keys=[self.keys.learner(run.learner), self.keys.rate(run.learner),
-                  self.keys.queue(run.pool)],
-            args=[run.rid, remaining_ms, self.runs_per_minute, self.max_queue, mode])
+        # ("ok", Redis's clock now) or (why not, how long to wait)
+        verdict, number = await self._admit(run, [
+            run.rid, remaining_ms, self.runs_per_minute, self.max_queue, mode])
+        if verdict == "no_host":
+            return self._no_host()
         if verdict == "learner":
             raise self._refuse("learner", "Your previous code is still running; wait for "
                                           "its verdict.")
         if verdict == "rate":
             raise self._refuse("rate", f"That's {self.runs_per_minute} runs this minute; "
-                                       f"try again in {max(1, int(wait_ms) // 1000)} s.")
+                                       f"try again in {max(1, int(number) // 1000)} s.")
         if verdict == "full":
             raise self._refuse("full", "The code runner is busy right now; try again in a "
                                        "minute.")
-        try:
-            await self.redis.xadd(self.keys.jobs(run.pool),
-                                  job_fields(run.rid, self.bot, run.learner, remaining_ms,
-                                             run.request),
-                                  maxlen=self.max_queue, approximate=False)
+        try:  # the hosts own the jobs once pushed: a bot never trims or removes them
+            await self.redis.rpush(self.keys.inbox(run.pool), job_element(
+                run.rid, self.bot, run.learner, int(number) + remaining_ms, run.request))
         except BaseException:
             await self._let_go(run)
             raise
+        return None
+
+    async def _admit(self, run: _Run, args: list) -> list:
+        """The admission function's verdict. A Redis without the fleet's functions (new, or
+        restarted without its data) gets them from the first host that joins: until then
+        the run waits, and is answered as having no host ("no_host") once the pool is
+        hostless."""
+        keys = [self.keys.learner(run.learner), self.keys.rate(run.learner),
+                self.keys.queue(run.pool)]
+        said = False
+        while True:
+            try:
+                return await functions.call(self.redis, "admit", keys, args)
+            except ResponseError as exc:
+                if not functions.missing(exc):
+                    raise
+            if not said:  # (the hosts' absence is what the operator is told of)
+                said = True
+                log.info("the sandbox broker has no fleet functions %s yet: waiting for a "
+                         "host to load them", functions.LIBRARY)
+            if not (await self.hosts(fresh=True))[run.pool] and self.watch.hostless(run.pool):
+                return ["no_host", 0]
+            await asyncio.sleep(min(1.0, self.timing.heartbeat_s / 2))
 
     async def _let_go(self, run: _Run) -> None:
         """The learner may send another run, and the queue place is free (best effort: the
         keys expire by the run's deadline anyway)."""
         with contextlib.suppress(RedisError, OSError):
-            await self._release(keys=[self.keys.learner(run.learner),
-                                      self.keys.queue(run.pool)], args=[run.rid])
+            await functions.call(self.redis, "release", [
+                self.keys.learner(run.learner), self.keys.queue(run.pool)],
+                [run.rid])
 
     def _refuse(self, reason: str, message: str) -> SandboxBusy:
         self.refusals[reason] += 1
@@ -363,9 +404,11 @@ class FleetClient:
             hosts = await self.hosts(fresh=True)
         for run in self._runs.values():
             if not run.future.done() and not hosts[run.pool] and self.watch.hostless(run.pool):
-                run.future.set_result(failed(
-                    f"no sandbox host has reported for {BEATS * self.timing.heartbeat_s:.0f} s",
-                    "no_host"))
+                run.future.set_result(self._no_host())
+
+    def _no_host(self) -> dict:
+        return failed(f"no sandbox host has reported for "
+                      f"{BEATS * self.timing.heartbeat_s:.0f} s", "no_host")
 
     async def _after_a_loss(self, last: str) -> str:
         """Whether Redis lost its data (a restart without persistence): then the runs this
@@ -391,9 +434,11 @@ class FleetClient:
                 continue
             run.sent_again = True
             try:
-                await self._enter(run, "again")
+                answered = await self._enter(run, "again")
             except SandboxBusy as exc:
-                run.future.set_result(busy(str(exc)))
+                answered = busy(str(exc))
+            if answered is not None:
+                run.future.set_result(answered)
         return "0-0"
 
 

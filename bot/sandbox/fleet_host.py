@@ -1,15 +1,19 @@
-"""A sandbox host in a fleet: one consumer of its device pool's job stream (`broker`).
+"""A sandbox host in a fleet: one consumer of its device pool's jobs (`broker`).
 
-The host takes a job only when it has a free slot, runs it through its `SandboxService`
-(jail, limits, verdict: the same as a single host), keeps its answer on record
-(`answered:{rid}`), writes the reply to the stream of the bot process that sent it and only
-then acknowledges and deletes the job. A job whose host went silent past `claim_idle_s` is
-taken over by any host with a free slot and run once more; a run lost twice is answered as
-a crash. Each run runs once: a job whose answer is on record (one that Redis brought back,
-replaying its log) is answered from the record, and a copy of a run this host is running
-(sent again after Redis lost its data) waits for that run's verdict. Every wait is bounded
-by the job's own deadline, so a Redis that goes away costs replies late, never a host that
-hangs; a Redis that refuses the host's user is told to the operator and tried again.
+The host takes a job only when it has a free slot (`broker_functions.take`: the inbox's
+oldest job), runs it through its `SandboxService` (jail, limits, verdict: the same as a
+single host) and answers it (`fleet_answers`). An idle host waits
+for Redis to say a job was pushed, and looks anyway every `block_s`. A host never reads
+more of a job than `job_max_bytes`: Redis gives it the request only within that bound.
+
+A job whose host stopped reporting (three heartbeats missed), or went silent on it past
+`claim_idle_s`, is taken over by any host with a free slot and run once more; a run lost
+twice is answered as a crash without its request being read. Each
+run runs once: a job whose answer is on record (one that Redis brought back, replaying its
+log) is answered from the record, and a copy of a run this host is running (sent again
+after Redis lost its data) waits for that run's verdict. A Redis that refuses the host's
+user is told to the operator and tried again; one that lost its data (the groups, the
+functions) is joined anew.
 """
 
 from __future__ import annotations
@@ -21,7 +25,6 @@ import logging
 import os
 import secrets
 import socket
-import time
 
 from redis.exceptions import (
     AuthenticationError,
@@ -30,26 +33,40 @@ from redis.exceptions import (
     RedisError,
     ResponseError,
 )
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from bot.sandbox.broker import BEATS, GROUP, Clock, FleetTiming, Keys, entry_ms, live_hosts
-from bot.sandbox.broker_link import REPEAT_S, BrokerLink
+from bot.sandbox import broker_functions as functions
+from bot.sandbox.broker import (
+    BEATS,
+    GROUP,
+    HEAD_MAX,
+    Clock,
+    FleetTiming,
+    Keys,
+    job_max_bytes,
+    live_hosts,
+)
+from bot.sandbox.broker_link import BrokerLink
+from bot.sandbox.fleet_answers import Answers, Job, head, pairs, request_of
+from bot.sandbox.fleet_doorbell import Doorbell, first_of
 from bot.sandbox.protocol import encode, failed
 
 log = logging.getLogger("sandbox.fleet")
 LOST_TWICE = "the sandbox crashed while running this code"
-REPLIES_KEPT = 1000  # per bot process; replies are read within milliseconds
 UNREACHABLE_RETRY_S = 5.0  # the longest wait between tries while Redis cannot be reached
 
 
-def refused(exc: BaseException) -> bool:
+def refused_by_redis(exc: BaseException) -> bool:
     """Whether Redis refused our user (a password, a permission), rather than being away."""
     if isinstance(exc, AuthenticationError | AuthenticationWrongNumberOfArgsError
                   | NoPermissionError):
         return True
     return isinstance(exc, ResponseError) and str(exc).startswith(
         ("NOAUTH", "WRONGPASS", "NOPERM"))
+
+
+def _data_lost(exc: BaseException) -> bool:
+    """Redis lost the group or the functions (a restart without its data): join anew."""
+    return isinstance(exc, ResponseError) and ("NOGROUP" in str(exc) or functions.missing(exc))
 
 
 class FleetHost:
@@ -59,39 +76,41 @@ class FleetHost:
         self.timing = timing or FleetTiming.for_limits(service.limits.wall_s,
                                                        service.limits.reply_margin_s)
         self.keys = keys or Keys()
-        self.jobs = self.keys.jobs(pool)
         self.name = name or f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
         self.clock = Clock()
-        self.running: set[asyncio.Task] = set()
+        self.running: dict[asyncio.Task, Job] = {}
         self.runs = 0  # runs this host has started in its service
         self._first_copy: dict[str, asyncio.Future] = {}  # rid -> the run's result
         self._next_claim = 0.0
         self._joined_once = False
-        self._unguarded_said = -REPEAT_S
+        self.doorbell = Doorbell(redis, [self.keys.inbox(pool)], self.timing.block_s)
         user = getattr(redis, "connection_pool", None)
         user = user.connection_kwargs.get("username") if user is not None else None
         self.link = BrokerLink(f"sandbox host {self.name} (pool {pool})", user, log)
+        self.answers = Answers(redis, self.keys, self.timing, self.clock, self.link)
 
     # -- the loop ------------------------------------------------------------------------
 
     async def serve(self, stop: asyncio.Event) -> None:
         """Take and run jobs until `stop`; then finish the runs in hand and leave."""
         beat = asyncio.ensure_future(self._heartbeat(stop))
-        joined, backoff = False, 0.2
+        listen = asyncio.ensure_future(self.doorbell.listen(stop))
+        joined, backoff, waited_out = False, 0.2, False
         try:
             while not stop.is_set():
                 if len(self.running) >= self.service.admission.slots:
-                    await self._first_of(stop, *self.running)
+                    await first_of(stop, *self.running)
                     continue
                 try:
                     if not joined:
                         await self._join()
                         joined = True
+                    self.doorbell.rung.clear()  # before looking: a push from now on wakes us
                     job = await self._next_job()
                     self.link.ok()
                     backoff = 0.2
                 except (RedisError, OSError) as exc:
-                    if isinstance(exc, ResponseError) and "NOGROUP" in str(exc):
+                    if _data_lost(exc):
                         log.warning("the queue of pool %s is gone (Redis lost its data): "
                                     "joining it anew", self.pool)
                         joined = False
@@ -100,38 +119,38 @@ class FleetHost:
                     # the link says so once (and once a minute), and the host keeps trying,
                     # slowly when refused: it outlives an operator fixing Redis.
                     self.link.failed(exc)
-                    await self._first_of(stop, asyncio.ensure_future(asyncio.sleep(backoff)))
-                    most = self.timing.refused_retry_s if refused(exc) else UNREACHABLE_RETRY_S
+                    await first_of(stop, asyncio.ensure_future(asyncio.sleep(backoff)))
+                    most = (self.timing.refused_retry_s if refused_by_redis(exc)
+                            else UNREACHABLE_RETRY_S)
                     backoff = min(backoff * 2, most)
                     joined = False
                     continue
-                if job is not None:
-                    task = asyncio.ensure_future(self._guarded(*job))
-                    self.running.add(task)
-                    task.add_done_callback(self.running.discard)
+                if job is None:
+                    waited_out = not await self.doorbell.wait(stop)
+                    continue
+                if waited_out:
+                    self.doorbell.unheard()
+                task = asyncio.ensure_future(self._guarded(job))
+                self.running[task] = job
+                task.add_done_callback(self.running.pop)
         finally:
             if self.running:  # each ends by its own deadline
                 await asyncio.gather(*self.running, return_exceptions=True)
-            beat.cancel()
-            with contextlib.suppress(asyncio.CancelledError, RedisError, OSError):
-                await beat
+            for task in (beat, listen):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, RedisError, OSError):
+                    await task
             with contextlib.suppress(RedisError, OSError):
                 await self.redis.hdel(self.keys.hosts(self.pool), self.name)
             if self._joined_once:
                 log.info("left pool %s as %s after %d runs", self.pool, self.name, self.runs)
 
-    @staticmethod
-    async def _first_of(stop: asyncio.Event, *tasks) -> None:
-        stopped = asyncio.ensure_future(stop.wait())
-        try:
-            await asyncio.wait([stopped, *tasks], return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stopped.cancel()
-
     async def _join(self) -> None:
         await self.clock.sync(self.redis)
+        await functions.load(self.redis)
         try:  # from the start of the stream: jobs may have waited for the first host
-            await self.redis.xgroup_create(self.jobs, GROUP, id="0", mkstream=True)
+            await self.redis.xgroup_create(self.keys.jobs(self.pool), GROUP, id="0",
+                                           mkstream=True)
         except ResponseError as exc:
             if "BUSYGROUP" not in str(exc):
                 raise
@@ -140,8 +159,10 @@ class FleetHost:
             log.info("joined pool %s as %s with %d slots", self.pool, self.name,
                      self.service.admission.slots)
 
-    async def _next_job(self) -> tuple[str, dict, int] | None:
-        """(entry id, fields, deliveries): an orphan first, when it is time to look."""
+    # -- taking a job --------------------------------------------------------------------
+
+    async def _next_job(self) -> Job | None:
+        """An orphan first, when it is time to look; else the inbox's oldest job."""
         loop = asyncio.get_running_loop()
         if loop.time() >= self._next_claim:
             self._next_claim = loop.time() + self.timing.claim_every_s
@@ -149,100 +170,100 @@ class FleetHost:
             if orphan is not None:
                 self._next_claim = loop.time()  # there may be more
                 return orphan
-        reply = await self.redis.xreadgroup(GROUP, self.name, {self.jobs: ">"}, count=1,
-                                            block=int(self.timing.block_s * 1000))
-        for _, entries in reply or ():
-            for entry_id, fields in entries:
-                return entry_id, fields, 1
-        return None
+        taken = await functions.call(
+            self.redis, "take", [self.keys.inbox(self.pool), self.keys.jobs(self.pool)],
+            [GROUP, self.name, job_max_bytes(self.service.limits.code_max_bytes), HEAD_MAX])
+        if not taken:
+            return None
+        stream, entry_id, fields = taken
+        return Job(stream, entry_id, pairs(fields), 1)
 
-    async def _reclaim(self) -> tuple[str, dict, int] | None:
+    async def _reclaim(self) -> Job | None:
         """A job to take over: one whose host stopped beating (three heartbeats missed), or
         one silent past the longest request's time whatever its host says."""
-        _, entries, deleted = await self.redis.xautoclaim(
-            self.jobs, GROUP, self.name, int(self.timing.claim_idle_s * 1000), "0-0", count=1)
-        if deleted:  # trimmed while their host was silent: nothing to run
-            await self.redis.xack(self.jobs, GROUP, *deleted)
-        for entry_id, fields in entries or await self._of_the_gone():
-            # counted as a takeover once it is run (`_handle`)
-            pending = await self.redis.xpending_range(self.jobs, GROUP, entry_id, entry_id, 1)
-            deliveries = pending[0]["times_delivered"] if pending else 2
-            return entry_id, fields, max(deliveries, 2)
-        return None
+        stream = self.keys.jobs(self.pool)
+        job = await self._claim(stream, int(self.timing.claim_idle_s * 1000), "")
+        # counted as a takeover once it is run (`_handle`)
+        return job if job is not None else await self._of_the_gone(stream)
 
-    async def _of_the_gone(self) -> list[tuple[str, dict]]:
+    async def _of_the_gone(self, stream: str) -> Job | None:
         """A job held by a host that has not reported for three beats (a machine that died:
         its runs need not wait for `claim_idle_s`), claimed for this host."""
         beats_ms = int(BEATS * self.timing.heartbeat_s * 1000)
         live, _ = live_hosts(await self.redis.hgetall(self.keys.hosts(self.pool)),
                              self.clock.now_ms(), self.timing.heartbeat_s)
-        for consumer in await self.redis.xinfo_consumers(self.jobs, GROUP):
+        for consumer in await self.redis.xinfo_consumers(stream, GROUP):
             name = consumer["name"]
             if name == self.name or name in live or not consumer["pending"]:
                 continue
-            for entry in await self.redis.xpending_range(self.jobs, GROUP, "-", "+", 1,
-                                                         consumername=name, idle=beats_ms):
-                claimed = await self.redis.xclaim(self.jobs, GROUP, self.name, beats_ms,
-                                                  [entry["message_id"]])
-                if claimed:
-                    return claimed
-        return []
+            job = await self._claim(stream, beats_ms, name)
+            if job is not None:
+                return job
+        return None
+
+    async def _claim(self, stream: str, idle_ms: int, holder: str) -> Job | None:
+        # Its delivery is counted first: past the second, its request is not even read.
+        claimed = await functions.call(self.redis, "claim", [stream],
+                                       [GROUP, self.name, idle_ms, 2, holder])
+        if not claimed:
+            return None
+        entry_id, deliveries, fields = claimed
+        return Job(stream, entry_id, pairs(fields), int(deliveries))
 
     # -- one job -------------------------------------------------------------------------
 
-    async def _guarded(self, entry_id: str, fields: dict, deliveries: int) -> None:
+    async def _guarded(self, job: Job) -> None:
         try:
-            await self._handle(entry_id, fields, deliveries)
+            await self._handle(job)
         except Exception:  # noqa: BLE001 - the job stays pending: another host takes it
-            log.exception("run %s failed on this host", entry_id)
+            log.exception("run %s failed on this host", job.entry_id)
 
-    async def _handle(self, entry_id: str, fields: dict, deliveries: int) -> None:
+    async def _handle(self, job: Job) -> None:
         """One job: answered from the record, or run (`deliveries` > 1: taken over)."""
-        try:
-            rid, bot = fields["rid"], fields["reply_to"]
-            deadline_ms = entry_ms(entry_id) + int(fields["patience_ms"])
-            request = json.loads(fields["request"])
-            if not isinstance(request, dict):
-                raise ValueError("the request is not an object")
-        except (KeyError, TypeError, ValueError):
-            log.error("dropped a malformed job %s", entry_id)
-            await self._settle(entry_id, None, deadline_ms=self.clock.now_ms() + 10_000)
+        found = head(job)
+        if found is None:
+            log.error("dropped a malformed job %s", job.entry_id)
+            await self.answers.settle(job, None, deadline_ms=self.clock.now_ms() + 10_000)
             return
-        answer = await self._on_record(rid, deadline_ms)
+        rid, bot, deadline_ms = found
+        answer = await self.answers.on_record(rid, deadline_ms)
         if answer is not None:  # run already (its acknowledgement lost): not run again
-            log.info("run %s (%s) was answered already: its answer sent again", entry_id, rid)
-            await self._settle(entry_id, (bot, rid, answer), deadline_ms, record=False)
+            log.info("run %s (%s) was answered already: its answer sent again",
+                     job.entry_id, rid)
+            await self.answers.settle(job, (bot, rid, answer), deadline_ms, record=False)
             return
-        if deliveries > 1:
+        if job.deliveries > 1:
             with contextlib.suppress(RedisError, OSError):
                 await self.redis.incr(self.keys.reclaims(self.pool))
-            log.warning("took over run %s from a silent host (delivery %d)", entry_id,
-                        deliveries)
-        if deliveries > 2:
-            result = failed(LOST_TWICE, "lost")
-        elif self.clock.now_ms() + self.service.limits.wall_s * 1000 > deadline_ms:
-            result = None  # its bot gives up before this could finish: do not run it
+            log.warning("took over run %s from a silent host (delivery %d)", job.entry_id,
+                        job.deliveries)
+        if job.deliveries > 2:
+            request, result = None, failed(LOST_TWICE, "lost")
         else:
-            await self._run_once(rid, request, entry_id, bot, deadline_ms)
-            return
-        await self._settle(entry_id, None if result is None else (
+            request, result = request_of(job, self.service.limits)
+        if request is not None:
+            if self.clock.now_ms() + self.service.limits.wall_s * 1000 <= deadline_ms:
+                await self._run_once(rid, request, job, bot, deadline_ms)
+                return
+            result = None  # its bot gives up before this could finish: do not run it
+        await self.answers.settle(job, None if result is None else (
             bot, rid, encode(result).decode()), deadline_ms)
 
-    async def _run_once(self, rid: str, request: dict, entry_id: str, bot: str,
+    async def _run_once(self, rid: str, request: dict, job: Job, bot: str,
                         deadline_ms: int) -> None:
         """Run it and answer; a copy of a run this host is still running or answering (its
         bot sent it again after Redis lost its data) gets that run's answer instead."""
         first = self._first_copy.get(rid)
         if first is not None:
             log.info("run %s (%s) came again while this host runs it: it gets that verdict",
-                     entry_id, rid)
+                     job.entry_id, rid)
             try:
                 answer = await asyncio.shield(first)
             except asyncio.CancelledError:
                 if not first.cancelled():
                     raise
                 return  # the first copy came to no answer here: this one stays pending
-            await self._settle(entry_id, (bot, rid, answer), deadline_ms, record=False)
+            await self.answers.settle(job, (bot, rid, answer), deadline_ms, record=False)
             return
         self.runs += 1
         first = self._first_copy[rid] = asyncio.get_running_loop().create_future()
@@ -251,69 +272,11 @@ class FleetHost:
             # learner across the fleet.
             answer = encode(await self.service.execute(request, f"run:{rid}")).decode()
             first.set_result(answer)
-            await self._settle(entry_id, (bot, rid, answer), deadline_ms)
+            await self.answers.settle(job, (bot, rid, answer), deadline_ms)
         finally:
             if not first.done():
                 first.cancel()  # copies waiting on it stay pending: another host runs them
             del self._first_copy[rid]
-
-    async def _on_record(self, rid: str, deadline_ms: int) -> str | None:
-        """The run's answer, when some host has answered it already."""
-        while True:
-            try:
-                return await self.redis.get(self.keys.answered(rid))
-            except NoPermissionError as exc:  # an ACL file older than `answered:*`
-                self._unguarded(exc)
-                return None
-            except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
-                self.link.failed(exc)
-                if self.clock.now_ms() > deadline_ms:
-                    return None  # too late to run it anyway
-                await asyncio.sleep(0.5)
-
-    def _unguarded(self, exc: BaseException) -> None:
-        if time.monotonic() - self._unguarded_said >= REPEAT_S:
-            self._unguarded_said = time.monotonic()
-            log.error("Redis denies this host its answers on record (%s): runs are answered "
-                      "but not guarded against a replayed log; write the ACL file anew with "
-                      "`tutor sandbox acl` and restart Redis", str(exc).splitlines()[0])
-
-    async def _settle(self, entry_id: str, reply: tuple[str, str, str] | None,
-                      deadline_ms: int, record: bool = True) -> None:
-        """Keep the answer on record, write the reply, acknowledge and delete the job: four
-        plain commands in that order, never a MULTI (a Redis that drops transactions from
-        the log it replays, redis#14541, brings each one back): whichever of them a crash
-        or a replay keeps, the run is never run again. Keep trying while the reply can
-        still be of use."""
-        while True:
-            try:
-                pipe = self.redis.pipeline(transaction=False)
-                if reply is not None:
-                    bot, rid, answer = reply
-                    if record:  # until no bot waits for it (Redis's clock: every host's)
-                        keep_ms = deadline_ms - self.clock.now_ms()
-                        pipe.set(self.keys.answered(rid), answer, nx=True,
-                                 px=max(keep_ms, 0) + int(self.timing.claim_idle_s * 1000))
-                    replies = self.keys.replies(bot)
-                    pipe.xadd(replies, {"rid": rid, "result": answer},
-                              maxlen=REPLIES_KEPT, approximate=True)
-                    pipe.pexpire(replies, int(self.timing.reply_ttl_s * 1000))
-                pipe.xack(self.jobs, GROUP, entry_id)
-                pipe.xdel(self.jobs, entry_id)
-                for outcome in await pipe.execute(raise_on_error=False):
-                    if isinstance(outcome, NoPermissionError):
-                        self._unguarded(outcome)
-                    # NOGROUP: the queue went with a Redis restart; the reply still went.
-                    elif isinstance(outcome, Exception) and "NOGROUP" not in str(outcome):
-                        log.error("answering run %s: %s", entry_id, outcome)
-                self.link.ok()
-                return
-            except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
-                self.link.failed(exc)
-                if self.clock.now_ms() > deadline_ms:
-                    log.error("could not deliver the reply to run %s (%s)", entry_id, exc)
-                    return
-                await asyncio.sleep(0.5)
 
     # -- what others see of this host ----------------------------------------------------
 
@@ -333,15 +296,16 @@ class FleetHost:
             except (RedisError, OSError) as exc:
                 if self.link.up:  # else the serve loop is saying so already
                     self.link.failed(exc)
-            await self._first_of(stop, asyncio.ensure_future(
+            await first_of(stop, asyncio.ensure_future(
                 asyncio.sleep(self.timing.heartbeat_s)))
 
     async def _forget_the_gone(self, hosts: str, now: int) -> None:
         _, gone = live_hosts(await self.redis.hgetall(hosts), now, self.timing.heartbeat_s)
         if gone:
             await self.redis.hdel(hosts, *gone)
+        stream = self.keys.jobs(self.pool)
         with contextlib.suppress(ResponseError):  # no group yet
-            for consumer in await self.redis.xinfo_consumers(self.jobs, GROUP):
+            for consumer in await self.redis.xinfo_consumers(stream, GROUP):
                 if (consumer["name"] != self.name and consumer["pending"] == 0
                         and consumer["idle"] > self.timing.forget_after_s * 1000):
-                    await self.redis.xgroup_delconsumer(self.jobs, GROUP, consumer["name"])
+                    await self.redis.xgroup_delconsumer(stream, GROUP, consumer["name"])

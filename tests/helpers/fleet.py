@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 
 from bot.bench.local_redis import LocalRedis
-from bot.sandbox.broker import FleetTiming, connect
+from bot.sandbox import broker_functions as functions
+from bot.sandbox.broker import GROUP, HEAD_MAX, FleetTiming, Keys, connect, job_max_bytes
 from bot.sandbox.fleet_client import FleetClient
 from bot.sandbox.protocol import Limits
 from tests.helpers.paths import REPO
@@ -114,3 +115,17 @@ async def fleet_keys(redis: LocalRedis) -> dict[str, str]:
     finally:
         await client.aclose()
 
+
+
+async def join_as(host, pool: str = "cpu") -> None:
+    """What a host does when it joins (the functions, the groups), as the hosts' user."""
+    await functions.load(host)
+    await host.xgroup_create(Keys().jobs(pool), GROUP, id="0", mkstream=True)
+
+
+async def take_as(host, name: str, pool: str = "cpu") -> list | None:
+    """One job taken as the host `name` would take it: [stream, entry id, fields] or None."""
+    keys = Keys()
+    return await functions.call(host, "take", [keys.inbox(pool), keys.jobs(pool)],
+                                [GROUP, name, job_max_bytes(TEST_LIMITS.code_max_bytes),
+                                 HEAD_MAX])

@@ -12,6 +12,7 @@ import sys
 import pytest_asyncio
 
 from bot.bench.local_redis import LocalRedis
+from bot.sandbox import broker_functions as functions
 from bot.sandbox.broker import GROUP, Keys, connect, redis_ms
 from bot.sandbox.fleet_host import LOST_TWICE
 from bot.sandbox.protocol import ERROR, OK
@@ -21,6 +22,8 @@ from tests.helpers.fleet import (
     client_timing,
     fleet_client,
     fleet_keys,
+    join_as,
+    take_as,
     wait_for_hosts,
 )
 from tests.helpers.paths import REPO
@@ -92,16 +95,15 @@ async def test_a_run_lost_twice_is_answered_as_a_crash(redis, fleet):
     # with no live host is refused at once, and a waiting one answered.
     ghost = connect(redis.host_url)
     jobs = KEYS.jobs("cpu")
-    await ghost.xgroup_create(jobs, GROUP, id="0", mkstream=True)
+    await join_as(ghost)
     await ghost.hset(KEYS.hosts("cpu"), "ghost-1", json.dumps(
         {"seen_ms": redis_ms(await ghost.time()), "in_flight": 0}))
     trusting = await fleet_client(redis, timing=client_timing(heartbeat_s=20.0))
     run = asyncio.ensure_future(trusting.run("print('never')", learner="cursed"))
-    taken = []
-    while not taken:
-        taken = await ghost.xreadgroup(GROUP, "ghost-1", {jobs: ">"}, count=1, block=100)
-    _, claimed, _ = await ghost.xautoclaim(jobs, GROUP, "ghost-2", 0, "0-0", count=1)
-    assert claimed  # its second delivery
+    while not await take_as(ghost, "ghost-1"):
+        await asyncio.sleep(0.05)
+    claimed = await functions.call(ghost, "claim", [jobs], [GROUP, "ghost-2", 0, 2, ""])
+    assert claimed[1] == 2  # its second delivery
     await ghost.aclose()
     [host] = await fleet.start(1, fleet={"forget_after_s": 0.5})
     result = await run
@@ -137,13 +139,14 @@ async def test_a_bot_that_dies_with_runs_in_flight_leaves_nothing_growing(redis,
                            cwd=REPO, stdout=subprocess.DEVNULL)
     looker = await admin(redis)
     try:
-        jobs = KEYS.jobs("cpu")
-        while await looker.xlen(jobs) < 3:  # all three sent
+        jobs, inbox = KEYS.jobs("cpu"), KEYS.inbox("cpu")
+        while await looker.zcard(KEYS.queue("cpu")) < 3:  # all three sent
             assert bot.poll() is None
             await asyncio.sleep(0.05)
         bot.kill()
         bot.wait(30)
-        while await looker.xlen(jobs) or (await looker.xpending(jobs, GROUP))["pending"]:
+        while (await looker.llen(inbox) or await looker.xlen(jobs)
+               or (await looker.xpending(jobs, GROUP))["pending"]):
             await asyncio.sleep(0.1)  # the host runs them (or drops them) and deletes them
         while [k for k in await fleet_keys(redis) if ":replies:" in k and
                fleet.client.bot not in k]:

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from bot.bench.local_redis import LocalRedis
-from bot.sandbox.broker import GROUP, HOST_USER, Keys, job_fields
+from bot.sandbox.broker import GROUP, HOST_USER, Keys, job_element, job_request
 from bot.sandbox.protocol import OK
 from tests.helpers.fleet import (
     FLEET,
@@ -150,8 +150,9 @@ async def test_a_job_whose_answer_is_on_record_is_not_run_again(replayed, hosts)
         assert await look(redis, "EXISTS", KEYS.answered(rid))
         # The job comes back twice, as a log replayed without its acknowledgement would
         # bring it: once new, and once pending with a host that went silent.
-        fields = job_fields(rid, client.bot, "once", 60_000, {"code": "print('once')"})
-        flat = [part for pair in fields.items() for part in pair]
+        head, request = job_element(rid, client.bot, "once", int(time.time() * 1000) + 60_000,
+                                    job_request({"code": "print('once')"})).split("\n", 1)
+        flat = ["head", head, "request", request]
         replies = await admin(redis)
         try:
             pipe = replies.pipeline(transaction=True)  # no host reads it in between
