@@ -31,18 +31,21 @@ local function now_ms()
 end
 
 -- One atomic admission across every bot process: the learner's one run in flight, their
--- runs this minute, and the queue bound. Modes: "learner" (all three), "anonymous" (a
--- tool's run: the queue bound only), "again" (a run lost with the queue, sent once more:
--- the queue bound only). Replies {"ok", now} (Redis's clock: the run's deadline starts
--- there) or {"learner"|"rate"|"full", wait_ms}.
+-- runs this minute, and the queue bound. Modes: "learner" (all three), "trial" (a deck's
+-- exercise: one in flight per server and the queue bound; the engine rates uploads),
+-- "anonymous" (a tool's run: the queue bound only), "again" (a run lost with the queue,
+-- sent once more: the queue bound only). Replies {"ok", now} (Redis's clock: the run's
+-- deadline starts there) or {"learner"|"rate"|"full", wait_ms}.
 local function admit(keys, args)
   local now = now_ms()
   local rid, patience, per_minute = args[1], tonumber(args[2]), tonumber(args[3])
   local queue_max, mode = tonumber(args[4]), args[5]
   redis.call('ZREMRANGEBYSCORE', keys[3], '-inf', now)
-  if mode == 'learner' then
+  if mode == 'learner' or mode == 'trial' then
     local holder = redis.call('GET', keys[1])
     if holder and holder ~= rid then return {'learner', 0} end
+  end
+  if mode == 'learner' then
     redis.call('ZREMRANGEBYSCORE', keys[2], '-inf', now - 60000)
     if redis.call('ZCARD', keys[2]) >= per_minute then
       local oldest = redis.call('ZRANGE', keys[2], 0, 0, 'WITHSCORES')

@@ -257,7 +257,10 @@ class FleetClient:
             run = _Run(rid, pool, key, request, loop.create_future(),
                        loop.time() + self.timing.patience_s)
             self._runs[rid] = run  # before it is sent: its reply may come back first
-            answered = await self._enter(run, "learner" if learner is not None else "anonymous")
+            # A deck's trial: one at a time per server, but not a learner's runs per minute
+            # (its cards are tried one after another; the engine rates uploads per server).
+            answered = await self._enter(run, "anonymous" if learner is None
+                                         else "trial" if mode == "vet" else "learner")
             if answered is not None:
                 run.future.set_result(answered)
         except (RedisError, OSError) as exc:
