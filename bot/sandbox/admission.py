@@ -95,8 +95,9 @@ class Admission:
             except asyncio.CancelledError:
                 if waiter.done() and not waiter.cancelled():
                     self._give_back(trial)  # given a slot, then cancelled before using it
-                else:
-                    self._queues[trial].remove(waiter)
+                else:  # still queued, unless a release passed over it once cancelled
+                    with contextlib.suppress(ValueError):
+                        self._queues[trial].remove(waiter)
                 raise
         try:
             yield
