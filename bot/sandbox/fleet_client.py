@@ -261,7 +261,7 @@ class FleetClient:
             # (its cards are tried one after another; the engine rates uploads per server).
             answered = await self._enter(run, "anonymous" if learner is None
                                          else "trial" if mode == "vet" else "learner")
-            if answered is not None:
+            if answered is not None and not run.future.done():  # (or answered as hostless)
                 run.future.set_result(answered)
         except (RedisError, OSError) as exc:
             self._runs.pop(rid, None)
@@ -440,7 +440,7 @@ class FleetClient:
                 answered = await self._enter(run, "again")
             except SandboxBusy as exc:
                 answered = busy(str(exc))
-            if answered is not None:
+            if answered is not None and not run.future.done():
                 run.future.set_result(answered)
         return "0-0"
 
