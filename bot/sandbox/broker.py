@@ -84,10 +84,12 @@ class Keys:
 
 @dataclass(frozen=True)
 class FleetTiming:
-    """How long things wait, in seconds. A host takes over a run whose host has been silent
-    for `claim_idle_s` (the longest request's runs, a behaviour exercise tried on upload:
-    three wall limits, plus a margin for judging); the bot gives up on a run after
-    `patience_s`, long enough for one takeover and a second try of the longest request."""
+    """How long things wait, in seconds. A host renews its claim on the runs it works on at
+    each heartbeat; a host takes over the runs of a host that missed three heartbeats, and
+    a run its live host has not renewed for `claim_idle_s` (the longest request's runs, a
+    behaviour exercise tried on upload: three wall limits, plus a margin for judging); the
+    bot gives up on a run after `patience_s`, long enough for one takeover and a second
+    try of the longest request."""
 
     patience_s: float = 100.0
     claim_idle_s: float = 50.0

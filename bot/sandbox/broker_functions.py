@@ -3,7 +3,7 @@
 Neither user may send a script of its own (`EVAL`, `SCRIPT LOAD`, `FUNCTION LOAD` for the
 bots): one endless loop would make Redis answer BUSY to everyone until it restarts. The
 bots call `admit` and `release` (`FCALL`); the hosts load this library when they join (and
-again after a Redis that lost its data) and call `take` and `claim`. Functions run
+again after a Redis that lost its data) and call `take`, `claim` and `renew`. Functions run
 with the caller's own permissions, and Redis keeps them in its RDB and append-only log.
 The names carry a hash of the source: bots and hosts of one release call the same code,
 and a new release loads beside the old one instead of changing it under running bots.
@@ -136,10 +136,25 @@ local function claim(keys, args)
   return {id, times, fields}
 end
 
+-- A host still working on its jobs keeps them: each one still its own counts as fresh.
+-- Replies the ids it no longer holds (taken over meanwhile).
+local function renew(keys, args)
+  local stream, group, me, lost = keys[1], args[1], args[2], {}
+  for i = 3, #args do
+    if redis.call('XPENDING', stream, group, args[i], args[i], 1, me)[1] then
+      redis.call('XCLAIM', stream, group, me, 0, args[i], 'JUSTID')
+    else
+      table.insert(lost, args[i])
+    end
+  end
+  return lost
+end
+
 redis.register_function('admit_@V@', admit)
 redis.register_function('release_@V@', release)
 redis.register_function('take_@V@', take)
 redis.register_function('claim_@V@', claim)
+redis.register_function('renew_@V@', renew)
 """
 
 VERSION = hashlib.sha256(_SOURCE.encode()).hexdigest()[:12]

@@ -6,9 +6,10 @@ single host) and answers it (`fleet_answers`). An idle host waits
 for Redis to say a job was pushed, and looks anyway every `block_s`. A host never reads
 more of a job than `job_max_bytes`: Redis gives it the request only within that bound.
 
-A job whose host stopped reporting (three heartbeats missed), or went silent on it past
-`claim_idle_s`, is taken over by any host with a free slot and run once more; a run lost
-twice is answered as a crash without its request being read. Each
+While it runs a job, a host keeps it: each heartbeat renews its claim. A job is taken
+over only from a host that stopped reporting (three heartbeats missed), or one that still
+reports but has let the job sit past `claim_idle_s` (it failed on that host), and run
+once more; a run lost twice is answered as a crash without its request being read. Each
 run runs once: a job whose answer is on record (one that Redis brought back, replaying its
 log) is answered from the record, and a copy of a run this host is running (sent again
 after Redis lost its data) waits for that run's verdict. A Redis that refuses the host's
@@ -180,7 +181,7 @@ class FleetHost:
 
     async def _reclaim(self) -> Job | None:
         """A job to take over: one whose host stopped beating (three heartbeats missed), or
-        one silent past the longest request's time whatever its host says."""
+        one left idle past `claim_idle_s` by a host that no longer works on it."""
         stream = self.keys.jobs(self.pool)
         job = await self._claim(stream, int(self.timing.claim_idle_s * 1000), "")
         # counted as a takeover once it is run (`_handle`)
@@ -292,12 +293,24 @@ class FleetHost:
                     "slots": self.service.admission.slots, "runs_code": info["runs_code"],
                     "gpu": info["gpu"], "cgroups": info["cgroups"],
                     "memory_limited": info["memory_limited"]}))
+                await self._renew()
                 await self._forget_the_gone(hosts, now)
             except (RedisError, OSError) as exc:
                 if self.link.up:  # else the serve loop is saying so already
                     self.link.failed(exc)
             await first_of(stop, asyncio.ensure_future(
                 asyncio.sleep(self.timing.heartbeat_s)))
+
+    async def _renew(self) -> None:
+        """Keep the jobs this host is running: a live host's work is never taken over."""
+        ids = [job.entry_id for job in self.running.values()]
+        if not ids:
+            return
+        lost = await functions.call(self.redis, "renew", [self.keys.jobs(self.pool)],
+                                    [GROUP, self.name, *ids])
+        for entry_id in lost or ():
+            log.warning("run %s was taken over by another host while this one ran it "
+                        "(its bot keeps the first reply)", entry_id)
 
     async def _forget_the_gone(self, hosts: str, now: int) -> None:
         _, gone = live_hosts(await self.redis.hgetall(hosts), now, self.timing.heartbeat_s)

@@ -5,6 +5,7 @@ Every wait is on a condition; the only clock bound is the run's own deadline."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import subprocess
 import sys
@@ -27,7 +28,7 @@ from tests.helpers.fleet import (
     wait_for_hosts,
 )
 from tests.helpers.paths import REPO
-from tests.helpers.sandbox import sleeping_child, wait_until
+from tests.helpers.sandbox import TEST_LIMITS, sleeping_child, wait_until
 
 KEYS = Keys()
 SLEEPER = "import time\ntime.sleep(2)\nprint('awake')\n"
@@ -87,6 +88,32 @@ async def test_a_dead_hosts_run_is_taken_over_once_it_misses_three_beats(redis, 
     result = await run
     assert (result.status, result.stdout) == (OK, "awake\n")
     assert await reclaims(redis) == 1
+
+
+async def test_a_live_host_keeps_a_run_longer_than_the_takeover_time(redis, fleet):
+    # A deck's trial (three runs and judging) can outlast `claim_idle_s`: the host still
+    # working on it renews its claim at each beat, so the other host never runs it too.
+    limits = dataclasses.replace(TEST_LIMITS, wall_s=10.0, cpu_s=12)
+    await fleet.start(2, limits=limits, fleet={"claim_idle_s": 2.0})
+    client = await fleet_client(redis, limits=limits, timing=client_timing(limits))
+    try:
+        result = await client.run("import time\ntime.sleep(6)\nprint('once')\n",
+                                  learner="long")
+        assert (result.status, result.stdout) == (OK, "once\n")
+        assert await reclaims(redis) == 0  # a takeover counts before it runs
+        answered_ms = redis_ms(await client.redis.time())
+
+        async def runs_after_a_beat() -> int | None:
+            reports = (await client.hosts(fresh=True))["cpu"].values()
+            if len(reports) == 2 and all(r["seen_ms"] > answered_ms for r in reports):
+                return sum(r["runs"] for r in reports)
+            return None
+
+        while (runs := await runs_after_a_beat()) is None:
+            await asyncio.sleep(0.1)
+        assert runs == 1
+    finally:
+        await client.stop()
 
 
 async def test_a_run_lost_twice_is_answered_as_a_crash(redis, fleet):
