@@ -43,11 +43,13 @@ def _client(url: str) -> redis.Redis:
 def _join(host: redis.Redis) -> None:
     """What a host does when it joins: the fleet's functions, the pool's groups."""
     host.execute_command("FUNCTION", "LOAD", functions.SOURCE)
-    host.xgroup_create(JOBS, GROUP, id="0", mkstream=True)
+    for trial in (False, True):
+        host.xgroup_create(KEYS.jobs("cpu", trial), GROUP, id="0", mkstream=True)
 
 
 def _take(host: redis.Redis, name: str = "host-1"):
-    return host.fcall(functions.name("take"), 2, INBOX, JOBS, GROUP, name, 1 << 20, HEAD_MAX)
+    return host.fcall(functions.name("take"), 4, INBOX, KEYS.inbox("cpu", True), JOBS,
+                      KEYS.jobs("cpu", True), GROUP, name, 1 << 20, HEAD_MAX, 0, 1)
 
 
 def test_the_bots_user_pushes_jobs_but_cannot_read_them(printed_acl):
@@ -93,14 +95,14 @@ def test_the_bots_user_can_neither_empty_nor_trim_the_queue(printed_acl):
     element = job_element("r2", "bot-1", "l2", 1, '{"code":"print(2)"}')
     with _client(printed_acl.bot_url) as bot:
         bot.rpush(INBOX, element)
-        for stream in (JOBS, KEYS.jobs("cuda")):
+        for stream in (JOBS, KEYS.jobs("cpu", True)):
             for attempt in (("XADD", stream, "MAXLEN", "0", "*", "x", "y"),
                             ("XTRIM", stream, "MAXLEN", "0"), ("DEL", stream),
                             ("XDEL", stream, "0-1"), ("UNLINK", stream),
                             ("XGROUP", "DESTROY", stream, GROUP)):
                 with pytest.raises(NoPermissionError):
                     bot.execute_command(*attempt)
-        for inbox in (INBOX, KEYS.inbox("cuda")):
+        for inbox in (INBOX, KEYS.inbox("cpu", True), KEYS.inbox("cuda")):
             for attempt in (("LTRIM", inbox, "1", "0"), ("DEL", inbox), ("LPOP", inbox),
                             ("RPOP", inbox), ("LREM", inbox, "0", element),
                             ("LSET", inbox, "0", "x"), ("EXPIRE", inbox, "1"),

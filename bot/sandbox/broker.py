@@ -7,12 +7,14 @@ process that sent it. Redis runs only the fleet's own functions (`broker_functio
 lives where, under one prefix (`tutor:sandbox:` by default):
 
     inbox:{pool}         list, one job a run, pushed by the bots and taken by the hosts
+    inbox:{pool}:trials  the same for deck trials (`mode: vet`), taken within their share
     jobs:{pool}          stream of the jobs the hosts have taken; group `hosts`; an entry is
-                         deleted once answered, so its length is the runs in hand
+    jobs:{pool}:trials   deleted once answered, so its length is the runs in hand
     replies:{bot}        stream per bot process, trimmed and expiring
     admit:learner:{key}  the learner's one run in flight (its request id), expiring
     admit:rate:{key}     the learner's runs this minute (sorted set), expiring
-    admit:queue:{pool}   runs admitted and not yet answered (sorted set by deadline)
+    admit:queue:{pool}   runs admitted and not yet answered (sorted set by deadline); deck
+                         trials wait in `admit:queue:{pool}:trials`, bounded apart
     admit:epoch          a random mark: gone after a restart that lost the queue
     hosts:{pool}         hash: each live host's load, refreshed by the host
     hosts:reclaims:{pool} runs taken over from a host that stopped answering
@@ -50,11 +52,11 @@ def is_broker(address: str | None) -> bool:
 class Keys:
     prefix: str = PREFIX
 
-    def inbox(self, pool: str) -> str:
-        return f"{self.prefix}inbox:{pool}"
+    def inbox(self, pool: str, trial: bool = False) -> str:
+        return f"{self.prefix}inbox:{pool}" + (":trials" if trial else "")
 
-    def jobs(self, pool: str) -> str:
-        return f"{self.prefix}jobs:{pool}"
+    def jobs(self, pool: str, trial: bool = False) -> str:
+        return f"{self.prefix}jobs:{pool}" + (":trials" if trial else "")
 
     def replies(self, bot: str) -> str:
         return f"{self.prefix}replies:{bot}"
@@ -65,8 +67,8 @@ class Keys:
     def rate(self, learner: str) -> str:
         return f"{self.prefix}admit:rate:{learner}"
 
-    def queue(self, pool: str) -> str:
-        return f"{self.prefix}admit:queue:{pool}"
+    def queue(self, pool: str, trial: bool = False) -> str:
+        return f"{self.prefix}admit:queue:{pool}" + (":trials" if trial else "")
 
     @property
     def epoch(self) -> str:
@@ -238,7 +240,8 @@ def acl_rules(bot_password: str, host_password: str, prefix: str = PREFIX) -> st
         if not password or any(c.isspace() for c in password):
             raise ValueError("each password must be non-empty, without spaces")
     keys = Keys(prefix)
-    inboxes = " ".join(f"%W~{keys.inbox(pool)}" for pool in POOLS)
+    inboxes = " ".join(f"%W~{keys.inbox(pool, trial)}" for pool in POOLS
+                       for trial in (False, True))
     return "\n".join([
         DEFAULT_USER,
         f"user {BOT_USER} on >{bot_password} resetkeys ~{prefix}admit:* resetchannels "

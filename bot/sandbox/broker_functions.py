@@ -93,17 +93,27 @@ local function intake(inbox, stream, max_bytes, head_max)
   return true
 end
 
--- A host with a free slot takes the oldest job. keys: inbox, stream.
--- Replies {stream, id, fields} or nil.
+local function take_from(inbox, stream, group, me, max_bytes, head_max)
+  local entry = deliver(stream, group, me)
+  if not entry and intake(inbox, stream, max_bytes, head_max) then
+    entry = deliver(stream, group, me)
+  end
+  if entry then return {stream, entry[1], entry[2]} end
+  return nil
+end
+
+-- A host with a free slot takes the oldest learner's job; a deck's trial only when it has
+-- room for one (args[5]) and the pool's trials in hand are fewer than args[6].
+-- keys: inbox, trials' inbox, stream, trials' stream. Replies {stream, id, fields} or nil.
 local function take(keys, args)
   local group, me = args[1], args[2]
   local max_bytes, head_max = tonumber(args[3]), tonumber(args[4])
-  local entry = deliver(keys[2], group, me)
-  if not entry and intake(keys[1], keys[2], max_bytes, head_max) then
-    entry = deliver(keys[2], group, me)
+  local found = take_from(keys[1], keys[3], group, me, max_bytes, head_max)
+  if found or args[5] ~= '1' then return found end
+  if tonumber(redis.call('XPENDING', keys[4], group)[1]) >= tonumber(args[6]) then
+    return nil
   end
-  if entry then return {keys[2], entry[1], entry[2]} end
-  return nil
+  return take_from(keys[2], keys[4], group, me, max_bytes, head_max)
 end
 
 -- Take over one job: any idle past args[3] ms (args[5] empty), or the oldest of the host

@@ -35,6 +35,7 @@ class Job:
     entry_id: str
     fields: dict[str, str]
     deliveries: int  # 1: taken from the inbox; more: taken over from a silent host
+    trial: bool  # a deck's trial (its own stream, within the trials' share)
 
 
 def head(job: Job) -> tuple[str, str, int] | None:

@@ -2,7 +2,8 @@
 
 Admission is one atomic function in Redis (`broker_functions`), so a learner has one run
 in flight and a few a minute whichever bot process (shard) they click in, and a pool's
-queue is bounded for the whole fleet.
+queue is bounded for the whole fleet; a deck's trial (`mode: vet`) waits in a queue and
+an inbox of its own, which hosts take from only within the trials' share of their slots.
 Replies come back on this process's own stream; the first reply for a run is kept. Every
 run is answered by its deadline: a Redis that restarted and lost the queue gets the runs
 this process was waiting for once more; a Redis that cannot be reached refuses new runs at
@@ -83,6 +84,7 @@ class _Run:
     request: str  # as JSON (`broker.job_request`)
     future: asyncio.Future
     deadline: float  # on the loop's clock
+    trial: bool = False  # a deck's trial: its own queue and inbox
     sent_again: bool = False
 
 
@@ -214,9 +216,9 @@ class FleetClient:
         stats = FleetStats()
         try:
             now = self.clock.now_ms()
-            for pool in POOLS:  # admitted and not yet answered
-                stats.queue[pool] = await self.redis.zcount(self.keys.queue(pool), f"({now}",
-                                                            "+inf")
+            for pool in POOLS:  # admitted and not yet answered, trials too
+                stats.queue[pool] = sum([await self.redis.zcount(
+                    self.keys.queue(pool, trial), f"({now}", "+inf") for trial in (False, True)])
                 stats.reclaims[pool] = int(await self.redis.get(self.keys.reclaims(pool))
                                            or 0)
             for pool, reports in (await self.hosts(fresh=True)).items():
@@ -255,7 +257,7 @@ class FleetClient:
                 return RunResult.from_wire(refused("the code and its exercise are too large "
                                                    "to send to the sandbox"))
             run = _Run(rid, pool, key, request, loop.create_future(),
-                       loop.time() + self.timing.patience_s)
+                       loop.time() + self.timing.patience_s, trial=mode == "vet")
             self._runs[rid] = run  # before it is sent: its reply may come back first
             # A deck's trial: one at a time per server, but not a learner's runs per minute
             # (its cards are tried one after another; the engine rates uploads per server).
@@ -316,7 +318,7 @@ class FleetClient:
             raise self._refuse("full", "The code runner is busy right now; try again in a "
                                        "minute.")
         try:  # the hosts own the jobs once pushed: a bot never trims or removes them
-            await self.redis.rpush(self.keys.inbox(run.pool), job_element(
+            await self.redis.rpush(self.keys.inbox(run.pool, run.trial), job_element(
                 run.rid, self.bot, run.learner, int(number) + remaining_ms, run.request))
         except BaseException:
             await self._let_go(run)
@@ -329,7 +331,7 @@ class FleetClient:
         the run waits, and is answered as having no host ("no_host") once the pool is
         hostless."""
         keys = [self.keys.learner(run.learner), self.keys.rate(run.learner),
-                self.keys.queue(run.pool)]
+                self.keys.queue(run.pool, run.trial)]
         said = False
         while True:
             try:
@@ -350,7 +352,7 @@ class FleetClient:
         keys expire by the run's deadline anyway)."""
         with contextlib.suppress(RedisError, OSError):
             await functions.call(self.redis, "release", [
-                self.keys.learner(run.learner), self.keys.queue(run.pool)],
+                self.keys.learner(run.learner), self.keys.queue(run.pool, run.trial)],
                 [run.rid])
 
     def _refuse(self, reason: str, message: str) -> SandboxBusy:

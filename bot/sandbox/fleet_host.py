@@ -1,8 +1,9 @@
 """A sandbox host in a fleet: one consumer of its device pool's jobs (`broker`).
 
-The host takes a job only when it has a free slot (`broker_functions.take`: the inbox's
-oldest job), runs it through its `SandboxService` (jail, limits, verdict: the same as a
-single host) and answers it (`fleet_answers`). An idle host waits
+The host takes a job only when it has a free slot (`broker_functions.take`: the oldest
+learner's job, or a deck's trial while it holds fewer than its share and the pool fewer
+than a quarter of the fleet's slots), runs it through its `SandboxService` (jail, limits,
+verdict: the same as a single host) and answers it (`fleet_answers`). An idle host waits
 for Redis to say a job was pushed, and looks anyway every `block_s`. A host never reads
 more of a job than `job_max_bytes`: Redis gives it the request only within that bound.
 
@@ -81,10 +82,12 @@ class FleetHost:
         self.clock = Clock()
         self.running: dict[asyncio.Task, Job] = {}
         self.runs = 0  # runs this host has started in its service
+        self.fleet_slots = 0  # the live hosts' slots, as of the last heartbeat
         self._first_copy: dict[str, asyncio.Future] = {}  # rid -> the run's result
         self._next_claim = 0.0
         self._joined_once = False
-        self.doorbell = Doorbell(redis, [self.keys.inbox(pool)], self.timing.block_s)
+        inboxes = [self.keys.inbox(pool, trial) for trial in (False, True)]
+        self.doorbell = Doorbell(redis, inboxes, self.timing.block_s)
         user = getattr(redis, "connection_pool", None)
         user = user.connection_kwargs.get("username") if user is not None else None
         self.link = BrokerLink(f"sandbox host {self.name} (pool {pool})", user, log)
@@ -129,7 +132,7 @@ class FleetHost:
                 if job is None:
                     waited_out = not await self.doorbell.wait(stop)
                     continue
-                if waited_out:
+                if waited_out and not job.trial:
                     self.doorbell.unheard()
                 task = asyncio.ensure_future(self._guarded(job))
                 self.running[task] = job
@@ -149,18 +152,24 @@ class FleetHost:
     async def _join(self) -> None:
         await self.clock.sync(self.redis)
         await functions.load(self.redis)
-        try:  # from the start of the stream: jobs may have waited for the first host
-            await self.redis.xgroup_create(self.keys.jobs(self.pool), GROUP, id="0",
-                                           mkstream=True)
-        except ResponseError as exc:
-            if "BUSYGROUP" not in str(exc):
-                raise
+        for trial in (False, True):
+            try:  # from the start of the stream: jobs may have waited for the first host
+                await self.redis.xgroup_create(self.keys.jobs(self.pool, trial), GROUP, id="0",
+                                               mkstream=True)
+            except ResponseError as exc:
+                if "BUSYGROUP" not in str(exc):
+                    raise
         if not self._joined_once:
             self._joined_once = True
             log.info("joined pool %s as %s with %d slots", self.pool, self.name,
                      self.service.admission.slots)
 
     # -- taking a job --------------------------------------------------------------------
+
+    def _trial_room(self) -> bool:
+        """Whether this host holds fewer trials than its service's share for them."""
+        trials = sum(job.trial for job in self.running.values())
+        return trials < self.service.admission.trial_slots
 
     async def _next_job(self) -> Job | None:
         """An orphan first, when it is time to look; else the inbox's oldest job."""
@@ -171,45 +180,57 @@ class FleetHost:
             if orphan is not None:
                 self._next_claim = loop.time()  # there may be more
                 return orphan
+        room = self._trial_room()
+        # Never more than a quarter of the fleet's slots on trials (at least one).
+        fleet_share = max(1, (self.fleet_slots or self.service.admission.slots) // 4)
         taken = await functions.call(
-            self.redis, "take", [self.keys.inbox(self.pool), self.keys.jobs(self.pool)],
-            [GROUP, self.name, job_max_bytes(self.service.limits.code_max_bytes), HEAD_MAX])
+            self.redis, "take",
+            [self.keys.inbox(self.pool), self.keys.inbox(self.pool, True),
+             self.keys.jobs(self.pool), self.keys.jobs(self.pool, True)],
+            [GROUP, self.name, job_max_bytes(self.service.limits.code_max_bytes), HEAD_MAX,
+             int(room), fleet_share])
         if not taken:
             return None
         stream, entry_id, fields = taken
-        return Job(stream, entry_id, pairs(fields), 1)
+        return Job(stream, entry_id, pairs(fields), 1,
+                   stream == self.keys.jobs(self.pool, True))
 
     async def _reclaim(self) -> Job | None:
         """A job to take over: one whose host stopped beating (three heartbeats missed), or
-        one left idle past `claim_idle_s` by a host that no longer works on it."""
-        stream = self.keys.jobs(self.pool)
-        job = await self._claim(stream, int(self.timing.claim_idle_s * 1000), "")
-        # counted as a takeover once it is run (`_handle`)
-        return job if job is not None else await self._of_the_gone(stream)
+        one left idle past `claim_idle_s` by a host that no longer works on it. Trials only
+        while this host has room for one."""
+        reports = await self.redis.hgetall(self.keys.hosts(self.pool))
+        live, _ = live_hosts(reports, self.clock.now_ms(), self.timing.heartbeat_s)
+        for trial in (False, True) if self._trial_room() else (False,):
+            stream = self.keys.jobs(self.pool, trial)
+            job = await self._claim(stream, trial, int(self.timing.claim_idle_s * 1000), "")
+            if job is None:
+                job = await self._of_the_gone(stream, trial, live)
+            if job is not None:
+                return job  # counted as a takeover once it is run (`_handle`)
+        return None
 
-    async def _of_the_gone(self, stream: str) -> Job | None:
+    async def _of_the_gone(self, stream: str, trial: bool, live: dict) -> Job | None:
         """A job held by a host that has not reported for three beats (a machine that died:
         its runs need not wait for `claim_idle_s`), claimed for this host."""
         beats_ms = int(BEATS * self.timing.heartbeat_s * 1000)
-        live, _ = live_hosts(await self.redis.hgetall(self.keys.hosts(self.pool)),
-                             self.clock.now_ms(), self.timing.heartbeat_s)
         for consumer in await self.redis.xinfo_consumers(stream, GROUP):
             name = consumer["name"]
             if name == self.name or name in live or not consumer["pending"]:
                 continue
-            job = await self._claim(stream, beats_ms, name)
+            job = await self._claim(stream, trial, beats_ms, name)
             if job is not None:
                 return job
         return None
 
-    async def _claim(self, stream: str, idle_ms: int, holder: str) -> Job | None:
+    async def _claim(self, stream: str, trial: bool, idle_ms: int, holder: str) -> Job | None:
         # Its delivery is counted first: past the second, its request is not even read.
         claimed = await functions.call(self.redis, "claim", [stream],
                                        [GROUP, self.name, idle_ms, 2, holder])
         if not claimed:
             return None
         entry_id, deliveries, fields = claimed
-        return Job(stream, entry_id, pairs(fields), int(deliveries))
+        return Job(stream, entry_id, pairs(fields), int(deliveries), trial)
 
     # -- one job -------------------------------------------------------------------------
 
@@ -294,7 +315,7 @@ class FleetHost:
                     "gpu": info["gpu"], "cgroups": info["cgroups"],
                     "memory_limited": info["memory_limited"]}))
                 await self._renew()
-                await self._forget_the_gone(hosts, now)
+                await self._look_at_the_fleet(hosts, now)
             except (RedisError, OSError) as exc:
                 if self.link.up:  # else the serve loop is saying so already
                     self.link.failed(exc)
@@ -303,22 +324,27 @@ class FleetHost:
 
     async def _renew(self) -> None:
         """Keep the jobs this host is running: a live host's work is never taken over."""
-        ids = [job.entry_id for job in self.running.values()]
-        if not ids:
-            return
-        lost = await functions.call(self.redis, "renew", [self.keys.jobs(self.pool)],
-                                    [GROUP, self.name, *ids])
-        for entry_id in lost or ():
-            log.warning("run %s was taken over by another host while this one ran it "
-                        "(its bot keeps the first reply)", entry_id)
+        for trial in (False, True):
+            ids = [job.entry_id for job in self.running.values() if job.trial == trial]
+            if not ids:
+                continue
+            lost = await functions.call(self.redis, "renew",
+                                        [self.keys.jobs(self.pool, trial)],
+                                        [GROUP, self.name, *ids])
+            for entry_id in lost or ():
+                log.warning("run %s was taken over by another host while this one ran it "
+                            "(its bot keeps the first reply)", entry_id)
 
-    async def _forget_the_gone(self, hosts: str, now: int) -> None:
-        _, gone = live_hosts(await self.redis.hgetall(hosts), now, self.timing.heartbeat_s)
+    async def _look_at_the_fleet(self, hosts: str, now: int) -> None:
+        """The fleet's slots (for the trials' share); forget hosts gone for good."""
+        live, gone = live_hosts(await self.redis.hgetall(hosts), now, self.timing.heartbeat_s)
+        self.fleet_slots = sum(int(report.get("slots") or 0) for report in live.values())
         if gone:
             await self.redis.hdel(hosts, *gone)
-        stream = self.keys.jobs(self.pool)
-        with contextlib.suppress(ResponseError):  # no group yet
-            for consumer in await self.redis.xinfo_consumers(stream, GROUP):
-                if (consumer["name"] != self.name and consumer["pending"] == 0
-                        and consumer["idle"] > self.timing.forget_after_s * 1000):
-                    await self.redis.xgroup_delconsumer(stream, GROUP, consumer["name"])
+        for trial in (False, True):
+            stream = self.keys.jobs(self.pool, trial)
+            with contextlib.suppress(ResponseError):  # no group yet
+                for consumer in await self.redis.xinfo_consumers(stream, GROUP):
+                    if (consumer["name"] != self.name and consumer["pending"] == 0
+                            and consumer["idle"] > self.timing.forget_after_s * 1000):
+                        await self.redis.xgroup_delconsumer(stream, GROUP, consumer["name"])

@@ -120,12 +120,14 @@ async def fleet_keys(redis: LocalRedis) -> dict[str, str]:
 async def join_as(host, pool: str = "cpu") -> None:
     """What a host does when it joins (the functions, the groups), as the hosts' user."""
     await functions.load(host)
-    await host.xgroup_create(Keys().jobs(pool), GROUP, id="0", mkstream=True)
+    for trial in (False, True):
+        await host.xgroup_create(Keys().jobs(pool, trial), GROUP, id="0", mkstream=True)
 
 
-async def take_as(host, name: str, pool: str = "cpu") -> list | None:
+async def take_as(host, name: str, pool: str = "cpu", trials: bool = False) -> list | None:
     """One job taken as the host `name` would take it: [stream, entry id, fields] or None."""
     keys = Keys()
-    return await functions.call(host, "take", [keys.inbox(pool), keys.jobs(pool)],
-                                [GROUP, name, job_max_bytes(TEST_LIMITS.code_max_bytes),
-                                 HEAD_MAX])
+    return await functions.call(
+        host, "take", [keys.inbox(pool), keys.inbox(pool, True), keys.jobs(pool),
+                       keys.jobs(pool, True)],
+        [GROUP, name, job_max_bytes(TEST_LIMITS.code_max_bytes), HEAD_MAX, int(trials), 1])
