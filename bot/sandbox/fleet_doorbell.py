@@ -38,15 +38,10 @@ class Doorbell:
         self.heard = False  # whether Redis has sent any event for the inboxes
         self._quiet_said = False
 
-    async def wait(self, stop: asyncio.Event) -> bool:
-        """Until a push (True), `stop` or `block_s` (False)."""
-        rung = asyncio.ensure_future(self.rung.wait())
-        try:
-            await asyncio.wait_for(first_of(stop, rung), self.block_s)
-        except TimeoutError:
-            pass
-        finally:
-            rung.cancel()
+    async def wait(self) -> bool:
+        """Until a push (True) or `block_s` (False): a stop is noticed within that."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.rung.wait(), self.block_s)
         return self.rung.is_set()
 
     async def listen(self, stop: asyncio.Event) -> None:

@@ -130,7 +130,7 @@ class FleetHost:
                     joined = False
                     continue
                 if job is None:
-                    waited_out = not await self.doorbell.wait(stop)
+                    waited_out = not await self.doorbell.wait()
                     continue
                 if waited_out and not job.trial:
                     self.doorbell.unheard()
