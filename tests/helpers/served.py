@@ -4,6 +4,7 @@ attackers do: a bot's `SandboxClient`, or raw connections of another user of the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from bot.sandbox.client import SandboxClient
@@ -66,6 +68,18 @@ def stop_served(service: Service) -> None:
     service.process.wait(60)
     if service.folder is not None:
         shutil.rmtree(service.folder, ignore_errors=True)
+
+
+@contextlib.asynccontextmanager
+async def serving(folder: Path | None, *options: str, limits: dict,
+                  shared_with_other_user: bool = False) -> AsyncIterator[Service]:
+    """`start_served` for the block, stopped after it (a module's fixture)."""
+    service = await start_served(folder, *options, limits=limits,
+                                 shared_with_other_user=shared_with_other_user)
+    try:
+        yield service
+    finally:
+        stop_served(service)
 
 
 def as_other_user(script: str, *args: str) -> subprocess.Popen:

@@ -23,7 +23,7 @@ import pytest_asyncio
 from bot.sandbox.client import SandboxBusy, SandboxClient
 from bot.sandbox.protocol import ERROR, OK, RunResult
 from tests.helpers.sandbox import in_syscall, jailed_processes, sleeping_child, wait_until
-from tests.helpers.served import Service, start_served, stop_served
+from tests.helpers.served import Service, serving
 from tests.helpers.train_loop import REFERENCE
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -78,12 +78,9 @@ def _forger(report_expression: str) -> str:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def shared(tmp_path_factory):
-    service = await start_served(tmp_path_factory.mktemp("shared"), "--parallel", "8",
-                                 limits=LIMITS)
-    try:
+    async with serving(tmp_path_factory.mktemp("shared"), "--parallel", "8",
+                       limits=LIMITS) as service:
         yield service
-    finally:
-        stop_served(service)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -92,27 +89,21 @@ async def roomy(tmp_path_factory):
     under the observer take 3.2 s of an idle machine, and went past a 10 s wall with another
     suite's runs in the sandbox beside it. Here the wall only bounds a run that should have
     ended (under the 50 s its clients wait)."""
-    service = await start_served(tmp_path_factory.mktemp("roomy"), "--parallel", "2",
-                                 limits={**LIMITS, "wall_s": 30.0, "cpu_s": 32})
-    try:
+    async with serving(tmp_path_factory.mktemp("roomy"), "--parallel", "2",
+                       limits={**LIMITS, "wall_s": 30.0, "cpu_s": 32}) as service:
         yield service
-    finally:
-        stop_served(service)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def narrow(tmp_path_factory):
     """One slot, few connections closed when idle for 2 s, and a judge deadline no record
     can meet."""
-    service = await start_served(
+    async with serving(
         tmp_path_factory.mktemp("narrow"), "--parallel", "1", "--connections",
         json.dumps({"max_connections": 6, "bot_connections": 6, "first_line_s": 300,
                     "drain_s": 2, "idle_s": 2}),
-        "--checkers", json.dumps({"timeout_s": 0.001}), limits=LIMITS)
-    try:
+        "--checkers", json.dumps({"timeout_s": 0.001}), limits=LIMITS) as service:
         yield service
-    finally:
-        stop_served(service)
 
 
 async def _check(client: SandboxClient, code: str, learner: str) -> RunResult:

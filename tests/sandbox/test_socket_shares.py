@@ -21,7 +21,7 @@ import pytest_asyncio
 from bot.sandbox.client import SandboxBusy
 from tests.helpers.paths import REPO
 from tests.helpers.sandbox import in_syscall, jailed_processes, wait_until
-from tests.helpers.served import Service, as_other_user, start_served, stop_served
+from tests.helpers.served import Service, as_other_user, serving
 from tests.helpers.train_loop import REFERENCE
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -109,12 +109,9 @@ class Attacker:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def served():
-    service = await start_served(None, "--parallel", str(SLOTS), limits=LIMITS,
-                                 shared_with_other_user=True)
-    try:
+    async with serving(None, "--parallel", str(SLOTS), limits=LIMITS,
+                       shared_with_other_user=True) as service:
         yield service
-    finally:
-        stop_served(service)
 
 
 @pytest_asyncio.fixture(autouse=True, loop_scope="module")

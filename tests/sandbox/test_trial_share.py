@@ -17,7 +17,7 @@ import pytest_asyncio
 from bot.bench.softmax_exercise import REFERENCE as SOFTMAX
 from bot.bench.trials import slow_exercise
 from tests.helpers.sandbox import in_syscall, jailed_processes, wait_until
-from tests.helpers.served import Service, start_served, stop_served
+from tests.helpers.served import Service, serving
 from tests.helpers.train_loop import REFERENCE
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -28,22 +28,16 @@ LIMITS = {"wall_s": 10.0, "cpu_s": 12, "memory_mb": 384, "data_mb": 192, "pids":
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def four(tmp_path_factory):
-    service = await start_served(tmp_path_factory.mktemp("four"), "--parallel", "4",
-                                 limits=LIMITS)
-    try:
+    async with serving(tmp_path_factory.mktemp("four"), "--parallel", "4",
+                       limits=LIMITS) as service:
         yield service
-    finally:
-        stop_served(service)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def one(tmp_path_factory):
-    service = await start_served(tmp_path_factory.mktemp("one"), "--parallel", "1",
-                                 limits=LIMITS)
-    try:
+    async with serving(tmp_path_factory.mktemp("one"), "--parallel", "1",
+                       limits=LIMITS) as service:
         yield service
-    finally:
-        stop_served(service)
 
 
 def sleeping(service: Service) -> int:
