@@ -1,7 +1,8 @@
 """The composition root: the one place that builds the database, the store, the decks, the
-engine (`Tutor`), the code sandbox and the front ends, from Settings or explicit values, and
-takes them down again. `tutor run`, `tutor practice`, `tutor deck ...`, the benchmarks and
-the tests' fixtures all build here; the front ends get plain arguments and no settings.
+code sandbox, the engine (`bot.engine.Engine`, once, with its code judge) and the front
+ends, from Settings or explicit values, and takes them down again. `tutor run`, `tutor
+practice`, `tutor deck ...`, the benchmarks and the tests' fixtures all build here; the front
+ends get the Engine and plain arguments, no settings.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from bot.engine import Engine
 from bot.engine.code_judge import SandboxJudge
 from bot.engine.tutor import Tutor
-from bot.observability import poll_fleet
+from bot.observability import FleetLook, poll_fleet
 from bot.sandbox.background import BackgroundSandbox
 from bot.sandbox.broker import redacted
 from bot.sandbox.fleet_client import client_for
@@ -45,26 +47,47 @@ def open_store(database_url: str) -> Store:
 
 
 @dataclass(frozen=True)
+class CodeSandbox:
+    """A started sandbox client (on its own loop thread) and the code judge on it."""
+
+    background: BackgroundSandbox
+    judge: SandboxJudge
+
+    @property
+    def client(self):
+        return self.background.client
+
+    @property
+    def loop(self):
+        return self.background.loop
+
+    def stop(self) -> None:
+        self.background.stop()
+
+
+@dataclass(frozen=True)
 class App:
     """What `build` made. `close()` (or leaving a `with` block) stops the sandbox and
     disposes the database engine."""
 
-    tutor: Tutor
-    sandbox: BackgroundSandbox | None = None
+    engine: Engine
+    store: Store
+    sandbox: CodeSandbox | None = None
 
     @property
-    def store(self) -> Store:
-        return self.tutor.store
+    def tutor(self) -> Tutor:
+        """The engine's core (`Engine.tutor`)."""
+        return self.engine.tutor
 
     @property
-    def engine(self) -> sa.Engine:
-        return self.tutor.store.engine
+    def database(self) -> sa.Engine:
+        return self.store.engine
 
     def close(self) -> None:
         if self.sandbox:
             self.sandbox.stop()
         self.store.close()  # its long-lived SQLite connection, before the engine goes
-        self.engine.dispose()
+        self.database.dispose()
 
     def __enter__(self) -> App:
         return self
@@ -76,7 +99,7 @@ class App:
         """The Discord front end on this tutor, as the settings configure it."""
         from bot.discord_ui.client import make_bot
 
-        return make_bot(self.tutor, dev_guild_id=settings.discord_dev_guild_id,
+        return make_bot(self.engine, dev_guild_id=settings.discord_dev_guild_id,
                         reminders=settings.reminders,
                         metrics=(settings.metrics_host, settings.metrics_port)
                         if settings.metrics_port else None,
@@ -88,7 +111,7 @@ class App:
         from bot.terminal import Console
 
         learner = self.tutor.learner(f"local:{name}", display_name=name)
-        return Console(self.tutor, learner, deck_id, **options)
+        return Console(self.engine, learner, deck_id, **options)
 
 
 def build(settings: Settings | None = None, *, database_url: str | None = None,
@@ -105,18 +128,18 @@ def build(settings: Settings | None = None, *, database_url: str | None = None,
 
     store = open_store(database_url or setting("database_url"))
     store.checkpoint_in_background()
-    tutor = Tutor(store, DeckLibrary.load() if library is None else library,
-                  clock=clock or utc_now)
     if sandbox is None:
         sandbox = setting("sandbox")
-    return App(tutor, start_sandbox(tutor, setting("sandbox_address"),
-                                    setting("sandbox_allow_unbounded_memory"))
-               if sandbox else None)
+    code = start_sandbox(setting("sandbox_address"), setting("sandbox_allow_unbounded_memory")) \
+        if sandbox else None
+    tutor = Tutor(store, DeckLibrary.load() if library is None else library,
+                  clock=clock or utc_now, code_judge=code and code.judge)
+    engine = Engine(tutor, store)
+    return App(engine, store, code)
 
 
-def start_sandbox(tutor: Tutor, address: str | None = None,
-                  allow_unbounded_memory: bool = False,
-                  **client_options) -> BackgroundSandbox | None:
+def start_sandbox(address: str | None = None, allow_unbounded_memory: bool = False,
+                  **client_options) -> CodeSandbox | None:
     """Code cards are served only when their answers can be judged, under a memory limit
     (or the operator's explicit opt-in). The sandbox client lives on its own loop thread,
     so its I/O never waits on the gateway's loop. A fleet's Redis that does not answer yet
@@ -135,16 +158,16 @@ def start_sandbox(tutor: Tutor, address: str | None = None,
                   "`tutor sandbox doctor`; SANDBOX_ALLOW_UNBOUNDED_MEMORY=true accepts that)")
         sandbox.stop()
         return None
-    tutor.code_judge = SandboxJudge(sandbox.client, sandbox.loop)
-    if hasattr(sandbox.client, "stats"):  # a fleet: its queue and hosts on /metrics
+    judge = SandboxJudge(sandbox.client, sandbox.loop)
+    if isinstance(sandbox.client, FleetLook):  # a fleet: its queue and hosts on /metrics
         sandbox.keep_running(poll_fleet(sandbox.client))
-    if not tutor.code_judge.available:
+    if not judge.available:
         log.warning("code cards are off until the sandbox broker answers (%s)",
                     redacted(address))
     else:
         log.info("code sandbox ready (%s)",
-                 redacted(address) if address else f"worker pid {sandbox.client.service_pid}")
-    return sandbox
+                 redacted(address) if address else f"service pid {sandbox.client.service_pid}")
+    return CodeSandbox(sandbox, judge)
 
 
 def run(settings: Settings) -> int:

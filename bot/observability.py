@@ -14,6 +14,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from typing import Protocol, runtime_checkable
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -184,7 +185,14 @@ FLEET = FleetCollector()
 REGISTRY.register(FLEET)
 
 
-async def poll_fleet(client) -> None:
+@runtime_checkable
+class FleetLook(Protocol):
+    """A sandbox client with a fleet to look at (a FleetClient): its queue and hosts."""
+
+    async def stats(self): ...
+
+
+async def poll_fleet(client: FleetLook) -> None:
     """Keep `FLEET` fresh from `client.stats()` (a FleetClient's, which never raises: Redis
     away is a look that says so), on the sandbox's own loop."""
     me = asyncio.current_task()

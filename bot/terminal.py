@@ -8,25 +8,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from bot.engine.choice import SCHEDULERS
-from bot.engine.feedback import (
+from bot.engine import (
     LETTERS,
     REPEATED,
-    feedback,
+    SCHEDULERS,
+    Engine,
+    InvalidAnswer,
+    Learner,
+    Served,
+    TryAgain,
+    TutorError,
+    Verdict,
+    feedback_of,
     lettered,
     numbered_code,
     retry_text,
     when,
-)
-from bot.engine.learners import Learners
-from bot.engine.served import Served
-from bot.engine.tutor import (
-    InvalidAnswer,
-    Learner,
-    TryAgain,
-    Tutor,
-    TutorError,
-    Verdict,
 )
 from content.safe_text import plain
 from content.schema import ChoiceCard, CodeCard, FillInCard
@@ -45,7 +42,7 @@ def _indent(text: str, prefix: str = "    ") -> str:
 
 @dataclass
 class Console:
-    tutor: Tutor
+    engine: Engine
     learner: Learner
     deck_id: str | None = None
     out: TextIO | None = None
@@ -54,6 +51,11 @@ class Console:
     scheduler: str | None = None  # this session's scheduler (None: the learner's choice)
     remediation: bool | None = None  # this session's (None: their server's, else off)
     answered: int = field(default=0, init=False)
+
+    @property
+    def tutor(self):
+        """The engine's core: a terminal keeps its served card in memory."""
+        return self.engine.tutor
 
     def say(self, text: str = "") -> None:
         # Deck text and the learner's exception reach a terminal, which acts on controls
@@ -109,7 +111,7 @@ class Console:
             self.say(f"All caught up. Next review: {when(p.next_due, p.today)}.")
         else:
             self.say("All caught up.")
-        held = [m for m in Learners(self.tutor).mistakes(self.learner) if m.is_open]
+        held = [m for m in self.engine.learners.mistakes(self.learner) if m.is_open]
         if held:
             self.say("Mistakes to work on: " + "; ".join(
                 f"{m.title} (made {m.times_shown}x)" for m in held) + ".")
@@ -231,7 +233,7 @@ class Console:
         return {blank.id: self._pick(card, served, token) for blank, token in pairs}
 
     def _show_verdict(self, card, verdict: Verdict) -> None:
-        fb = feedback(card, verdict, self.tutor.today(self.learner))
+        fb = feedback_of(card, verdict, verdict.today)
         if fb.duplicate:
             self.say("(This answer was already recorded.)")
         self.say(fb.headline)

@@ -59,7 +59,8 @@ def app(db_url, deck_library, clock) -> App:
 
 @pytest.fixture
 def engine(app):
-    return app.engine
+    """The database's SQLAlchemy engine (the tutor's engine is `app.engine`)."""
+    return app.database
 
 
 @pytest.fixture

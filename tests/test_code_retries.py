@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import pytest
 
+from bot.engine import FREE_RETRIES, AlreadyCounted, CodeReport
 from bot.engine.code_judge import report_from
-from bot.engine.served_cards import ServedCards
-from bot.engine.tutor import FREE_RETRIES, AlreadyCounted, CodeReport, Tutor
+from bot.engine.tutor import Tutor
 from bot.sandbox.checker_process import answer as judge_in_process
 from bot.sandbox.protocol import CheckReport, RunResult
 from content.checkers import train_loop
 from content.checkers._verdict import trained
+from tests.helpers.engines import engine_of
 from tests.helpers.train_loop import REFERENCE
 
 TYPO = CodeReport("error", False, (), ("line 7: `AttributeError: 'Tensor' object has no "
@@ -154,13 +155,13 @@ def test_a_judged_or_mid_training_failure_ends_the_card(store, mini_library, clo
 
 def test_a_retry_is_stored_and_survives_a_restart(store, mini_library, clock):
     judge = scripted(TYPO, TYPO, PASSED)
-    play = ServedCards(code_tutor(store, mini_library, clock, judge))
+    play = engine_of(code_tutor(store, mini_library, clock, judge)).cards
     learner = play.tutor.learner("local:ann")
     playing = play.serve(learner, mode="practice", topic="loop")
     first = play.answer(playing.served.serve_id, 0, learner, "loss.backwrd()")
     assert first.retry and first.served.retries == 1
     # A new process on the same store: the retry is there, the card still at attempt 0.
-    again = ServedCards(code_tutor(store, mini_library, clock, judge))
+    again = engine_of(code_tutor(store, mini_library, clock, judge)).cards
     mine = again.open_code_card(learner)
     assert (mine.served.attempts, mine.served.retries) == (0, 1)
     second = again.answer(mine.served.serve_id, 0, learner, "loss.backwrd()")
@@ -171,7 +172,7 @@ def test_a_retry_is_stored_and_survives_a_restart(store, mini_library, clock):
 
 def test_a_second_click_on_the_state_before_a_retry_changes_nothing(store, mini_library, clock):
     judge = scripted(TYPO, TYPO, PASSED)
-    play = ServedCards(code_tutor(store, mini_library, clock, judge))
+    play = engine_of(code_tutor(store, mini_library, clock, judge)).cards
     learner = play.tutor.learner("local:ann")
     playing = play.serve(learner, mode="practice", topic="loop")
     play.judge(playing, "loss.backwrd()")
@@ -185,7 +186,7 @@ def test_a_second_click_on_the_state_before_a_retry_changes_nothing(store, mini_
 
 
 def test_a_hint_after_a_retry_keeps_the_retry(store, mini_library, clock):
-    play = ServedCards(code_tutor(store, mini_library, clock, scripted(TYPO)))
+    play = engine_of(code_tutor(store, mini_library, clock, scripted(TYPO))).cards
     learner = play.tutor.learner("local:ann")
     playing = play.serve(learner, mode="practice", topic="loop")
     play.judge(playing, "loss.backwrd()")

@@ -11,13 +11,14 @@ import zipfile
 import pytest
 import yaml
 
-from bot.engine.community_decks import CommunityDecks, DeckRejected, Draft, Uploaded
-from bot.engine.served_cards import ServedCards
-from bot.engine.tutor import Tutor, TutorError
+from bot.engine import DeckRejected, Draft, TutorError, Uploaded
+from bot.engine.community_decks import CommunityDecks
+from bot.engine.tutor import Tutor
 from content.loader import parse_deck
 from scheduler.storage.db import make_engine
 from scheduler.storage.store import Store
 from tests.helpers.decks import DECK, deck_yaml
+from tests.helpers.engines import engine_of
 from tests.helpers.hostile import alias_bomb
 from tests.helpers.paths import REPO
 
@@ -27,7 +28,7 @@ MOVE = "upload-basics/move"
 
 @pytest.fixture
 def decks(tutor) -> CommunityDecks:
-    return CommunityDecks(tutor)
+    return engine_of(tutor).decks
 
 
 def refused(decks, data: bytes, guild: int = GUILD, filename: str = "deck.yaml"):
@@ -159,7 +160,7 @@ def test_a_new_version_must_bump_rev_when_a_card_changed(decks):
 def test_mentions_are_stored_and_served_unchanged(decks, tutor):
     prompt = "@everyone <@123> <@&456> what does x.to() return?"
     decks.upload(GUILD, "deck.yaml", deck_yaml(card(0, prompt=prompt)), "ann")
-    playing = ServedCards(tutor).serve(tutor.learner("discord:1"), guild_id=GUILD, card_id=MOVE)
+    playing = engine_of(tutor).cards.serve(tutor.learner("discord:1"), guild_id=GUILD, card_id=MOVE)
     assert playing.card.prompt == prompt
 
 
@@ -170,7 +171,7 @@ def test_upload_stores_enables_serves_and_versions_keep_or_restart_progress(deck
     assert result == Uploaded("upload-basics", "Upload basics", 1, 2, True)
     mine = {s.deck_id: s for s in decks.summaries(GUILD)}["upload-basics"]
     assert (mine.origin, mine.enabled, mine.public, mine.version) == ("uploaded", True, False, 1)
-    play, ann = ServedCards(tutor), tutor.learner("discord:1")
+    play, ann = engine_of(tutor).cards, tutor.learner("discord:1")
     playing = play.serve(ann, guild_id=GUILD, card_id=MOVE)
     verdict = play.answer(playing.served.serve_id, 0, ann, "copy")
     assert verdict.correct and tutor.store.reviews.state(ann.id, MOVE).deck_id == "upload-basics"
@@ -190,7 +191,7 @@ def test_upload_stores_enables_serves_and_versions_keep_or_restart_progress(deck
 
 def test_an_uploaded_deck_is_served_only_where_enabled(decks, tutor):
     decks.upload(GUILD, "deck.yaml", deck_yaml(), "ann")
-    ann, play = tutor.learner("discord:1"), ServedCards(tutor)
+    ann, play = tutor.learner("discord:1"), engine_of(tutor).cards
     assert play.serve(ann, guild_id=OTHER, card_id=MOVE) is None
     assert play.serve(ann, card_id=MOVE) is None  # no server: bundled decks only
     assert "upload-basics" not in decks.ids(OTHER) and decks.ids(GUILD, "up") == [
@@ -208,9 +209,9 @@ def test_sharing_needs_publishing_by_the_owner(decks, tutor):
     shared = {s.deck_id: s for s in decks.summaries(OTHER)}["upload-basics"]
     assert (shared.origin, shared.enabled, shared.public) == ("shared", True, True)
     bob = tutor.learner("discord:2")
-    assert ServedCards(tutor).serve(bob, guild_id=OTHER, card_id=MOVE) is not None
+    assert engine_of(tutor).cards.serve(bob, guild_id=OTHER, card_id=MOVE) is not None
     decks.publish(GUILD, "upload-basics", False)
-    assert ServedCards(tutor).serve(bob, guild_id=OTHER, card_id=MOVE) is None
+    assert engine_of(tutor).cards.serve(bob, guild_id=OTHER, card_id=MOVE) is None
 
 
 def test_enabling_keeps_one_deck_on_and_only_decks_the_server_sees(decks):
@@ -227,7 +228,7 @@ def test_remove_stops_serving_everywhere_keeps_reviews_and_the_id(decks, tutor):
     decks.upload(GUILD, "deck.yaml", deck_yaml(), "ann")
     decks.publish(GUILD, "upload-basics", True)
     decks.set_enabled(OTHER, "upload-basics", True)
-    play, ann = ServedCards(tutor), tutor.learner("discord:1")
+    play, ann = engine_of(tutor).cards, tutor.learner("discord:1")
     playing = play.serve(ann, guild_id=GUILD, card_id=MOVE)
     play.answer(playing.served.serve_id, 0, ann, "copy")
     with pytest.raises(TutorError):
@@ -272,19 +273,19 @@ def test_a_new_tutor_on_the_same_database_sees_the_deck(decks, tutor, store, clo
     decks.upload(GUILD, "deck.yaml", deck_yaml(), "ann")
     restarted = Tutor(Store(store.engine), tutor.decks.bundled, clock=clock)
     ann = restarted.learner("discord:1")
-    assert ServedCards(restarted).serve(ann, guild_id=GUILD, card_id=MOVE) is not None
+    assert engine_of(restarted).cards.serve(ann, guild_id=GUILD, card_id=MOVE) is not None
 
 
 def test_another_process_sees_a_new_deck_within_30_seconds(decks, tutor, db_url, clock):
     engine = make_engine(db_url)
     shard = Tutor(Store(engine), tutor.decks.bundled, clock=clock)
     ann = shard.learner("discord:1")
-    assert ServedCards(shard).serve(ann, guild_id=GUILD, card_id=MOVE) is None
+    assert engine_of(shard).cards.serve(ann, guild_id=GUILD, card_id=MOVE) is None
     decks.upload(GUILD, "deck.yaml", deck_yaml(), "ann")  # in the other process
     clock.advance(seconds=29)
-    assert ServedCards(shard).serve(ann, guild_id=GUILD, card_id=MOVE) is None  # not asked yet
+    assert engine_of(shard).cards.serve(ann, guild_id=GUILD, card_id=MOVE) is None  # not asked yet
     clock.advance(seconds=2)
-    assert ServedCards(shard).serve(ann, guild_id=GUILD, card_id=MOVE) is not None
+    assert engine_of(shard).cards.serve(ann, guild_id=GUILD, card_id=MOVE) is not None
     engine.dispose()
 
 

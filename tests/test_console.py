@@ -13,6 +13,7 @@ import pytest
 
 from bot.terminal import Console
 from tests.helpers.console import letter_of, letters, shown_letters, typed
+from tests.helpers.engines import engine_of
 from tests.helpers.paths import REPO
 from tests.helpers.records import RIGHT
 
@@ -244,7 +245,7 @@ def test_a_missed_code_option_card_names_letters_and_shows_the_keys_code(db_url,
 
     with build(database_url=db_url, library=library, clock=clock, sandbox=False) as app:
         learner = app.tutor.learner("local:sam", display_name="sam")
-        Console(app.tutor, learner, "gradient-accumulation", out=out, read=read,
+        Console(engine_of(app.tutor), learner, "gradient-accumulation", out=out, read=read,
                 topic="clipping").run()
     text = out.getvalue()
     shown = text.split("Answer >", 1)[0]
@@ -276,7 +277,8 @@ def test_the_terminal_names_a_repeated_mistake_without_its_explanation(tutor):
 
 def test_code_that_stopped_before_training_is_sent_again_in_the_terminal(store, mini_library,
                                                                          clock):
-    from bot.engine.tutor import CodeReport, Tutor
+    from bot.engine import CodeReport
+    from bot.engine.tutor import Tutor
 
     typo = CodeReport("error", False, (), ("line 1: `NameError: name 'lossy' is not defined`",),
                       trained=False)
@@ -286,7 +288,7 @@ def test_code_that_stopped_before_training_is_sent_again_in_the_terminal(store, 
     learner = tutor.learner("local:sam", display_name="sam")
     lines = iter(["lossy.backward()", "EOF", "loss.backward()", "EOF", "q"])
     out = io.StringIO()
-    Console(tutor, learner, "mini", out=out, read=lambda prompt: next(lines),
+    Console(engine_of(tutor), learner, "mini", out=out, read=lambda prompt: next(lines),
             topic="loop").run()
     text = out.getvalue()
     retry = text.split("Running your code in the sandbox...")[1]

@@ -10,18 +10,20 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import sqlalchemy as sa
 
+from bot.engine import TutorError
 from bot.engine.community_decks import CommunityDecks
-from bot.engine.tutor import Tutor, TutorError
+from bot.engine.tutor import Tutor
 from scheduler.storage.db import downgrade, make_engine, upgrade
 from scheduler.storage.store import Store
 from tests.helpers.decks import deck_yaml
+from tests.helpers.engines import engine_of
 
 GUILD, OTHER = 1001, 2002
 
 
 @pytest.fixture
 def decks(tutor) -> CommunityDecks:
-    return CommunityDecks(tutor)
+    return engine_of(tutor).decks
 
 
 def named(deck_id: str) -> bytes:
@@ -50,7 +52,7 @@ def at_once(*calls):
 def second_process(tutor: Tutor, db_url: str) -> CommunityDecks:
     """Another bot process (a shard) on the same database: its own engine and library."""
     store = Store(make_engine(db_url))
-    return CommunityDecks(Tutor(store, tutor.decks.bundled, clock=tutor.clock))
+    return engine_of(Tutor(store, tutor.decks.bundled, clock=tutor.clock)).decks
 
 
 def test_five_uploads_at_once_are_all_enabled(decks):

@@ -12,6 +12,7 @@ import pytest
 from bot.engine.code_judge import SandboxJudge
 from bot.engine.community_decks import CommunityDecks, Uploaded
 from bot.engine.trials import HOUR_S, TRIALS_PER_HOUR, TrialGate, TrialRefused
+from tests.helpers.engines import engine_of
 from tests.helpers.exercises import EXAMPLE
 from tests.helpers.paths import COMMUNITY_DECK
 
@@ -67,7 +68,7 @@ def test_an_uploads_exercises_are_tried_as_its_server_one_upload_at_a_time(
     recorded = Recorded(sandbox_judge.client)
     paused = Paused(SandboxJudge(recorded, sandbox_judge.loop))
     tutor.code_judge = paused
-    decks = CommunityDecks(tutor)
+    decks = engine_of(tutor).decks
     first, outcome = upload_in_thread(decks, GUILD)
     try:
         assert paused.started.acquire(timeout=60)
@@ -84,7 +85,7 @@ def test_an_uploads_exercises_are_tried_as_its_server_one_upload_at_a_time(
 def test_a_few_servers_are_tried_at_once_and_the_next_is_told_to_wait(tutor):
     paused = Paused()
     tutor.code_judge = paused
-    decks = CommunityDecks(tutor, TrialGate(at_once=2))
+    decks = engine_of(tutor, trials=TrialGate(at_once=2)).decks
     uploads = [upload_in_thread(decks, guild) for guild in (GUILD, OTHER)]
     try:
         assert all(paused.started.acquire(timeout=60) for _ in uploads)
@@ -103,7 +104,7 @@ def test_a_server_has_a_few_trials_an_hour_and_is_told_when_to_upload_again(tuto
     paused = Paused()
     paused.go.set()
     tutor.code_judge = paused
-    decks = CommunityDecks(tutor, TrialGate(clock=lambda: now[0]))
+    decks = engine_of(tutor, trials=TrialGate(clock=lambda: now[0])).decks
     for _ in range(TRIALS_PER_HOUR):
         assert isinstance(decks.upload(GUILD, EXAMPLE.name, DECK, "author"), Uploaded)
         now[0] += 60
@@ -118,6 +119,6 @@ def test_a_server_has_a_few_trials_an_hour_and_is_told_when_to_upload_again(tuto
 
 
 def test_an_upload_without_exercises_is_not_held(tutor):
-    decks = CommunityDecks(tutor, TrialGate(per_hour=0))
+    decks = engine_of(tutor, trials=TrialGate(per_hour=0)).decks
     assert isinstance(decks.upload(GUILD, "deck.yaml", COMMUNITY_DECK.encode(), "ann"),
                       Uploaded)

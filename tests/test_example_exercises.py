@@ -17,6 +17,7 @@ from bot.engine.code_judge import not_judged
 from bot.engine.community_decks import CommunityDecks, DeckRejected, Uploaded
 from bot.engine.exercises import MAX_EXERCISES
 from content.loader import parse_deck
+from tests.helpers.engines import engine_of
 from tests.helpers.exercises import EXAMPLE, LOSS, MASK, MISTAKEN, RIGHT, SOFTMAX, UNLABELLED
 
 GUILD = 4242
@@ -26,7 +27,7 @@ TEXT = EXAMPLE.read_text()
 @pytest.fixture
 def decks(tutor, sandbox_judge) -> CommunityDecks:
     tutor.code_judge = sandbox_judge
-    return CommunityDecks(tutor)
+    return engine_of(tutor).decks
 
 
 @pytest.fixture
@@ -109,7 +110,7 @@ def test_a_broken_exercise_is_refused_per_card_and_nothing_is_stored(decks):
 def test_without_a_sandbox_a_deck_of_exercises_is_refused(tutor):
     tutor.code_judge = None
     with pytest.raises(DeckRejected) as refused:
-        CommunityDecks(tutor).upload(GUILD, EXAMPLE.name, EXAMPLE.read_bytes(), "author")
+        engine_of(tutor).decks.upload(GUILD, EXAMPLE.name, EXAMPLE.read_bytes(), "author")
     assert "runs no code" in str(refused.value) and "nothing was stored" in str(refused.value)
     assert tutor.store.decks.all() == []
 
@@ -120,7 +121,7 @@ def test_a_deck_with_too_many_exercises_is_refused_before_any_is_run(tutor):
     card = TEXT[start:TEXT.index("  - id: pytorch-exercises/padded-token-loss")]
     many = TEXT + "".join(card.replace("causal-mask", f"mask-{i}") for i in range(MAX_EXERCISES))
     with pytest.raises(DeckRejected) as refused:
-        CommunityDecks(tutor).upload(GUILD, "many.yaml", many.encode(), "author")
+        engine_of(tutor).decks.upload(GUILD, "many.yaml", many.encode(), "author")
     [problem] = refused.value.problems
     assert problem.endswith(f"the deck has {MAX_EXERCISES + 3} behaviour cards; at most "
                             f"{MAX_EXERCISES} are accepted (each is tried in the sandbox "
@@ -164,6 +165,6 @@ def test_a_sandbox_that_never_answers_stores_nothing_and_says_so(tutor):
 
     tutor.code_judge = Silent()
     with pytest.raises(DeckRejected) as refused:
-        CommunityDecks(tutor).upload(GUILD, EXAMPLE.name, EXAMPLE.read_bytes(), "author")
+        engine_of(tutor).decks.upload(GUILD, EXAMPLE.name, EXAMPLE.read_bytes(), "author")
     assert "could not be tried (the code runner did not answer in time)" in str(refused.value)
     assert tutor.store.decks.all() == []

@@ -7,7 +7,7 @@ from datetime import date, timedelta
 import pytest
 
 from bot.app import build
-from bot.engine.feedback import LETTERS, answer_text, feedback, lettered, numbered_code, when
+from bot.engine.feedback import LETTERS, answer_text, feedback_of, lettered, numbered_code, when
 from content.loader import DeckLibrary
 from content.safe_text import code_block
 from tests.helpers.records import RIGHT
@@ -18,7 +18,7 @@ TODAY = date(2026, 12, 2)
 def test_a_wrong_attempt_with_attempts_left_reveals_nothing(tutor):
     served = tutor.next_card(tutor.learner("local:ann"))
     card = tutor.card(served)
-    fb = feedback(card, tutor.answer(served, {"method": "step"}), TODAY)
+    fb = feedback_of(card, tutor.answer(served, {"method": "step"}), TODAY)
     assert (fb.headline, fb.finished, fb.attempts_left) == ("Not quite.", False, 2)
     assert [(m.choice, m.blank, m.title) for m in fb.mistakes] == [("step", 1, "Wrong method")]
     assert fb.answer is None and fb.takeaway is None and fb.next_review is None
@@ -29,7 +29,7 @@ def test_the_last_wrong_attempt_reveals_the_answer_and_the_solution(tutor):
     card = tutor.card(served)
     for call in ("batch_size", "accumulation_steps"):
         served = tutor.answer(served, {"divisor": "accumulation_steps", "call": call}).served
-    fb = feedback(card, tutor.answer(served, {"divisor": "batch_size", "call": "batch_size"}),
+    fb = feedback_of(card, tutor.answer(served, {"divisor": "batch_size", "call": "batch_size"}),
                   TODAY)
     assert (fb.headline, fb.finished, fb.answer) == ("Not this time.", True,
                                                      "accumulation_steps, backward")
@@ -40,7 +40,7 @@ def test_the_last_wrong_attempt_reveals_the_answer_and_the_solution(tutor):
 def test_a_right_answer_says_on_which_attempt_and_when_next(tutor):
     served = tutor.next_card(tutor.learner("local:ann"))
     served = tutor.answer(served, {"method": "step"}).served
-    fb = feedback(tutor.card(served), tutor.answer(served, RIGHT["mini/clear"]), TODAY)
+    fb = feedback_of(tutor.card(served), tutor.answer(served, RIGHT["mini/clear"]), TODAY)
     assert fb.headline == "Correct, on attempt 2." and fb.answer is None
 
 
@@ -80,7 +80,7 @@ def missed(tutor, card_id: str):
     for option_id in wrong:
         verdict = tutor.answer(served, option_id)
         served = verdict.served
-        shown.append(feedback(card, verdict, TODAY))
+        shown.append(feedback_of(card, verdict, TODAY))
     return card, letters, wrong, shown
 
 

@@ -14,10 +14,10 @@ import sys
 import pytest
 
 from bot import observability
-from bot.app import start_sandbox
 from bot.bench.local_redis import LocalRedis
-from bot.engine.tutor import TryAgain
+from bot.engine import TryAgain
 from bot.observability import REGISTRY
+from tests.helpers.engines import judged_by
 from tests.helpers.paths import REPO
 from tests.helpers.sandbox import TEST_LIMITS, wait_until
 
@@ -49,7 +49,7 @@ def host(redis):
 @pytest.fixture
 def sandbox(tutor, redis, host, monkeypatch):
     monkeypatch.setattr(observability, "FLEET_POLL_S", 0.1)
-    started = start_sandbox(tutor, redis.bot_url)
+    started = judged_by(tutor, redis.bot_url)
     assert started is not None
     yield started
     started.stop()

@@ -12,6 +12,7 @@ import bot.cli.main as cli
 import bot.cli.sandbox as sandbox_cli
 from bot.engine.tutor import Tutor
 from bot.terminal import Console
+from tests.helpers.engines import engine_of
 from tests.helpers.hostile import SAFE_LINE, invisible, judge, sandbox_result
 
 
@@ -50,7 +51,8 @@ def test_the_terminal_shows_the_same_line(store, mini_library, clock):
     learner = tutor.learner("local:sam", display_name="sam")
     lines = iter(["raise ValueError(...)", "EOF", "q"])
     out = io.StringIO()
-    Console(tutor, learner, "mini", topic="loop", out=out, read=lambda _: next(lines)).run()
+    Console(engine_of(tutor), learner, "mini", topic="loop", out=out,
+            read=lambda _: next(lines)).run()
     text = out.getvalue()
     assert words(f"- {SAFE_LINE}") in words(text)  # wrapped to the terminal's width
     assert not invisible(text)

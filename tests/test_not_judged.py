@@ -11,10 +11,11 @@ import logging
 import pytest
 import sqlalchemy as sa
 
-from bot.engine.served_cards import ServedCards
-from bot.engine.tutor import NotJudged, Tutor
+from bot.engine import NotJudged
+from bot.engine.tutor import Tutor
 from bot.observability import SANDBOX_UNJUDGED
 from tests.helpers.console import typed
+from tests.helpers.engines import engine_of
 from tests.helpers.faults import CAUSE, FAULTS, FaultyJudge
 from tests.helpers.train_loop import REFERENCE
 
@@ -43,7 +44,7 @@ def unjudged(cause: str) -> float:
 def test_the_stored_card_is_untouched_and_the_operator_is_told(fault, judge, store,
                                                              mini_library, clock, caplog):
     tutor = Tutor(store, mini_library, clock=clock, code_judge=judge)
-    play = ServedCards(tutor)
+    play = engine_of(tutor).cards
     learner = tutor.learner("discord:1")
     playing = play.serve(learner, mode="practice", card_id="mini/loop")
     before = unjudged(CAUSE[fault])

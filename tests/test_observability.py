@@ -10,8 +10,8 @@ import threading
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
+from bot.engine import TryAgain
 from bot.engine.code_judge import SandboxJudge
-from bot.engine.tutor import TryAgain
 from bot.observability import (
     FLEET,
     FLEET_STALE_S,

@@ -7,8 +7,8 @@ import json
 
 from bot.engine.feedback import lettered, shown
 from bot.engine.served import Served
-from bot.engine.served_cards import ServedCards
 from content.schema import Option
+from tests.helpers.engines import engine_of
 from tests.helpers.records import RIGHT
 
 WHY, CLEAR = "mini/why", "mini/clear"
@@ -59,7 +59,7 @@ def test_answers_are_judged_by_id_wherever_the_option_is_shown(tutor):
 
 
 def test_a_card_stored_before_orders_were_kept_shows_deck_order_and_answers(tutor, store):
-    play = ServedCards(tutor)
+    play = engine_of(tutor).cards
     learner = tutor.learner("local:ann")
     served = play.serve(learner, mode="practice", card_id=WHY).served
     old = {k: v for k, v in served.to_json().items() if k != "order"}
@@ -73,7 +73,7 @@ def test_a_card_stored_before_orders_were_kept_shows_deck_order_and_answers(tuto
 
 
 def test_a_stored_card_shows_the_same_order_when_loaded_again(tutor):
-    play = ServedCards(tutor)
+    play = engine_of(tutor).cards
     learner = tutor.learner("local:ann")
     for _ in range(5):
         served = play.serve(learner, mode="practice", card_id=WHY).served

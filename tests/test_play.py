@@ -5,18 +5,19 @@ from __future__ import annotations
 
 import pytest
 
-from bot.engine.learners import BadSetting, Learners
-from bot.engine.served_cards import Finished, Gone, NotYours, ServedCards
-from bot.engine.tutor import AlreadyCounted, InvalidAnswer, Tutor
+from bot.engine import AlreadyCounted, BadSetting, Finished, Gone, InvalidAnswer, NotYours
+from bot.engine.served_cards import ServedCards
+from bot.engine.tutor import Tutor
 from scheduler.storage.db import downgrade, make_engine, upgrade
 from scheduler.storage.store import Store
+from tests.helpers.engines import engine_of
 
 RIGHT = {"method": "zero_grad"}
 
 
 @pytest.fixture
 def play(tutor) -> ServedCards:
-    return ServedCards(tutor)
+    return engine_of(tutor).cards
 
 
 def served_clear(play, tutor):
@@ -30,7 +31,7 @@ def served_clear(play, tutor):
 def elsewhere(db_url, deck_library, clock):
     """The same served cards played from another bot process (its own store)."""
     other = Tutor(Store(make_engine(db_url)), deck_library, clock=clock)
-    yield ServedCards(other)
+    yield engine_of(other).cards
     other.store.close()
     other.store.engine.dispose()
 
@@ -71,7 +72,7 @@ def test_a_card_finished_or_forgotten_elsewhere_takes_no_click_here(play, elsewh
         play.answer(sid, 0, ann, "speed")
     assert store.reviews.get(sid).quality == first.quality
     bob, other = served_why(play, tutor, "discord:2")
-    Learners(elsewhere.tutor).forget(bob)
+    engine_of(elsewhere.tutor).learners.forget(bob)
     with pytest.raises(Gone):
         play.answer(other, 0, bob, "average")
     assert store.reviews.get(other) is None
@@ -85,7 +86,7 @@ def test_a_card_hinted_before_the_hint_was_a_move_stays_answerable(play, tutor, 
     downgrade(engine, "0008")
     assert store.served.load(sid).attempts == 0  # as stored before revision 0009
     upgrade(engine)
-    verdict = ServedCards(tutor).answer(sid, 0, ann, "average")  # a process started since
+    verdict = engine_of(tutor).cards.answer(sid, 0, ann, "average")  # a process started since
     assert verdict.finished and verdict.quality == 2
 
 
@@ -181,7 +182,7 @@ def test_a_hint_is_stored_and_keeps_the_picks_made_so_far(play, tutor, store):
     {"reminders_enabled": True, "quiet_start": 30},
 ])
 def test_a_bad_setting_is_refused_and_changes_nothing(tutor, store, changes):
-    learners = Learners(tutor)
+    learners = engine_of(tutor).learners
     ann = tutor.learner("discord:1")
     with pytest.raises(BadSetting):
         learners.update_settings(ann, changes)
@@ -191,7 +192,7 @@ def test_a_bad_setting_is_refused_and_changes_nothing(tutor, store, changes):
 
 def test_turning_reminders_on_schedules_the_next_one_in_the_same_write(tutor, store):
     ann = tutor.learner("discord:1")
-    after = Learners(tutor).update_settings(ann, {"reminders_enabled": True,
+    after = engine_of(tutor).learners.update_settings(ann, {"reminders_enabled": True,
                                                   "reminder_hour": 20, "timezone": "UTC"})
     assert after.reminders_enabled and after.next_reminder_at is not None
     assert after.next_reminder_at.hour == 20

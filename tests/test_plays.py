@@ -5,12 +5,10 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from bot.engine.boards import Boards
-from bot.engine.community_decks import CommunityDecks
 from bot.engine.plays import Plays
-from bot.engine.served_cards import ServedCards
 from scheduler.studyday import study_day
 from tests.helpers.decks import DECK
+from tests.helpers.engines import engine_of
 
 HOME, AWAY = 1001, 2002
 OWN = {"upload-basics/move", "upload-basics/shape"}
@@ -18,10 +16,10 @@ OWN = {"upload-basics/move", "upload-basics/shape"}
 
 @pytest.fixture
 def plays(tutor) -> Plays:
-    CommunityDecks(tutor).upload(HOME, "deck.yaml", yaml.safe_dump(DECK).encode(), "admin")
+    engine_of(tutor).decks.upload(HOME, "deck.yaml", yaml.safe_dump(DECK).encode(), "admin")
     for deck_id in bundled(tutor):  # the server plays only its own deck
-        CommunityDecks(tutor).set_enabled(HOME, deck_id, False)
-    return Plays(tutor)
+        engine_of(tutor).decks.set_enabled(HOME, deck_id, False)
+    return engine_of(tutor).plays
 
 
 def bundled(tutor) -> list[str]:
@@ -47,13 +45,13 @@ def test_cards_topics_and_ids_follow_the_decks(plays, tutor, clock):
     assert "devices" not in plays.topics(ann.id, AWAY)
     elsewhere = plays.topics(ann.id, AWAY)[0]
     assert elsewhere != "devices" and plays.cards(ann.id, HOME, topic=elsewhere) == []
-    CommunityDecks(tutor).remove(HOME, "upload-basics")  # a new library: ids read again
+    engine_of(tutor).decks.remove(HOME, "upload-basics")  # a new library: ids read again
     assert plays.card_ids(ann.id, HOME) == {c.id for c in tutor.servable()}
 
 
 def test_serving_progress_and_the_reminder_count_agree(plays, tutor, clock):
     ann = tutor.learner("discord:1")
-    play = ServedCards(tutor)
+    play = engine_of(tutor).cards
     for _ in OWN:
         playing = play.serve(ann, mode="learn", guild_id=HOME)
         assert playing.card.id in OWN
@@ -73,15 +71,15 @@ def test_serving_progress_and_the_reminder_count_agree(plays, tutor, clock):
 
 def test_insights_cover_the_decks_played_now(plays, tutor):
     ann = tutor.learner("discord:1")
-    play = ServedCards(tutor)
+    play = engine_of(tutor).cards
     playing = play.serve(ann, mode="learn", guild_id=HOME, card_id="upload-basics/move")
     play.answer(playing.served.serve_id, 0, ann, "none")
     assert play.answer(playing.served.serve_id, 1, ann, "copy").finished  # missed
-    boards = Boards(tutor)
+    boards = engine_of(tutor).boards
     assert [c for c, *_ in boards.server_insights(HOME, 30).missed_cards] == [
         "upload-basics/move"]
     assert boards.activity(ann, 30, 3, HOME).insights.mistakes == [
         ("Thinking to() works in place", 1)]  # by its deck's title
-    CommunityDecks(tutor).remove(HOME, "upload-basics")
+    engine_of(tutor).decks.remove(HOME, "upload-basics")
     assert boards.server_insights(HOME, 30).missed_cards == []
     assert boards.activity(ann, 30, 3, HOME).insights.mistakes == []

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 
-from bot.engine.learners import Learners
-from bot.engine.servers import Servers
 from bot.engine.tutor import Tutor
 from content.loader import DeckLibrary, parse_deck
 from scheduler.remediation import (
@@ -19,6 +17,7 @@ from scheduler.remediation import (
     new_card_order,
     pick_remedies,
 )
+from tests.helpers.engines import engine_of
 from tests.helpers.records import RIGHT
 
 TODAY = date(2026, 12, 2)
@@ -81,7 +80,7 @@ def answer(tutor: Tutor, served, *responses):
 
 def in_server_with_remediation(tutor: Tutor) -> Tutor:
     """``tutor`` whose next_card plays in a server that turned remediation on."""
-    Servers(tutor).set_remediation(GUILD, True)
+    engine_of(tutor).servers.set_remediation(GUILD, True)
     plain = tutor.next_card
     tutor.next_card = lambda learner, **kw: plain(learner, guild_id=GUILD, **kw)
     return tutor
@@ -135,7 +134,7 @@ def test_a_shown_misconception_brings_the_other_card_as_a_remedy_next_day(
 
 def test_remediation_off_in_the_server_tracks_misconceptions_but_moves_nothing(
         tutor, store, clock):
-    Servers(tutor).set_remediation(GUILD, False)
+    engine_of(tutor).servers.set_remediation(GUILD, False)
     learner = tutor.learner("discord:9")
     for card_id in ("mini/clear", "mini/scale"):
         served = tutor.next_card(learner, only=card_id, guild_id=GUILD)
@@ -151,7 +150,8 @@ def test_remediation_off_in_the_server_tracks_misconceptions_but_moves_nothing(
 def test_remedies_per_day_are_bounded(tutor, store, clock):
     library = many_cards_library(12)
     tutor = in_server_with_remediation(Tutor(store, library, clock=clock))
-    learner = Learners(tutor).update_settings(tutor.learner("discord:1"), {"new_per_day": 50})
+    learner = engine_of(tutor).learners.update_settings(tutor.learner("discord:1"),
+                                                         {"new_per_day": 50})
     for _ in range(2):  # met, then passed again: next due in 6 days
         for card in library.cards("many"):
             answer(tutor, tutor.next_card(learner, only=card.id), "right")
@@ -181,10 +181,10 @@ def test_a_mistake_its_deck_no_longer_registers_leaves_the_learners_list(store, 
     tutor = in_server_with_remediation(Tutor(store, many_cards_library(2), clock=clock))
     learner = tutor.learner("discord:1")
     answer(tutor, tutor.next_card(learner, only="many/c1"), "lure", "right")  # shows m1
-    (held,) = Learners(tutor).mistakes(learner)
+    (held,) = engine_of(tutor).learners.mistakes(learner)
     assert (held.mistake_id, held.title, held.is_open) == ("m1", "Mistake one", True)
     retired = Tutor(store, many_cards_library(1, mistakes=1), clock=clock)
-    assert Learners(retired).mistakes(learner) == []
+    assert engine_of(retired).learners.mistakes(learner) == []
     assert [row.mistake_id for row in store.misconceptions.for_learner(learner.id)] == ["m1"]
 
 

@@ -12,9 +12,7 @@ import pytest
 import sqlalchemy as sa
 from fsrs import Rating
 
-from bot.engine.learners import BadSetting, Learners
-from bot.engine.served import Served
-from bot.engine.servers import Servers
+from bot.engine import BadSetting, Served
 from bot.engine.tutor import Tutor
 from content.loader import DeckLibrary, parse_deck
 from scheduler.choice import DEFAULT_SCHEDULER, DUE_KEYS, SchedulerName, resolve
@@ -22,6 +20,7 @@ from scheduler.fsrs_review import FSRSState, rating_for, review_card_fsrs, revie
 from scheduler.replay import LoggedReview, backfill_fsrs, replay, replayed_states
 from scheduler.storage.db import downgrade, upgrade
 from scheduler.storage.models import CardState, ReviewLog
+from tests.helpers.engines import engine_of
 from tests.helpers.paths import FIXTURES
 from tests.helpers.records import RIGHT
 
@@ -95,7 +94,7 @@ def assert_states_replay_from_the_log(store, learner_id: int) -> None:
 
 @pytest.mark.parametrize("scheduler", ["sm2", "fsrs"])
 def test_both_states_always_equal_what_the_log_replays_to(tutor, store, clock, scheduler):
-    learner = Learners(tutor).update_settings(tutor.learner("local:ann"),
+    learner = engine_of(tutor).learners.update_settings(tutor.learner("local:ann"),
                                               {"scheduler": scheduler})
     play_days(tutor, clock, learner, 40, seed=7)
     assert_states_replay_from_the_log(store, learner.id)
@@ -105,7 +104,7 @@ def test_the_scheduler_in_force_says_when_and_logs_which(tutor, store, clock):
     learner = tutor.learner("local:ann")
     served = tutor.next_card(learner)
     assert served.scheduler == DEFAULT_SCHEDULER
-    learner = Learners(tutor).update_settings(learner, {"scheduler": "fsrs"})
+    learner = engine_of(tutor).learners.update_settings(learner, {"scheduler": "fsrs"})
     served = tutor.next_card(learner)
     clock.advance(seconds=5)
     verdict = tutor.answer(served, RIGHT[served.card_id])
@@ -120,7 +119,7 @@ def test_the_scheduler_in_force_says_when_and_logs_which(tutor, store, clock):
 
 
 def test_switching_and_switching_back_keeps_every_schedule(tutor, store, clock):
-    learners = Learners(tutor)
+    learners = engine_of(tutor).learners
     learner = tutor.learner("local:ann")
     play_days(tutor, clock, learner, 20, seed=3)
     before = {s.card_id: (s.due_day, s.fsrs_due_day, s.review_count)
@@ -142,7 +141,7 @@ def test_switching_and_switching_back_keeps_every_schedule(tutor, store, clock):
 
 
 def test_the_server_chooses_unless_the_learner_did(tutor, store, clock):
-    servers, learners = Servers(tutor), Learners(tutor)
+    servers, learners = engine_of(tutor).servers, engine_of(tutor).learners
     servers.set_scheduler(GUILD, "fsrs")
     learner = tutor.learner("discord:1")
     assert tutor.next_card(learner, guild_id=GUILD).scheduler == "fsrs"
@@ -164,11 +163,11 @@ def test_the_server_chooses_unless_the_learner_did(tutor, store, clock):
 def test_bad_scheduler_choices_are_refused_and_change_nothing(tutor):
     learner = tutor.learner("local:ann")
     with pytest.raises(BadSetting, match="sm2, fsrs"):
-        Learners(tutor).update_settings(learner, {"scheduler": "anki"})
+        engine_of(tutor).learners.update_settings(learner, {"scheduler": "anki"})
     with pytest.raises(Exception, match="sm2, fsrs"):
-        Servers(tutor).set_scheduler(GUILD, "leitner")
+        engine_of(tutor).servers.set_scheduler(GUILD, "leitner")
     assert tutor.learner("local:ann").scheduler is None
-    assert Servers(tutor).settings(GUILD).scheduler is None
+    assert engine_of(tutor).servers.settings(GUILD).scheduler is None
 
 
 def test_cards_reviewed_before_fsrs_get_their_state_from_the_log(tutor, store, clock):
@@ -214,7 +213,7 @@ def test_the_review_log_schema_defaults_keep_old_writers_working(store):
 
 
 def test_reminders_count_the_cards_due_under_the_learners_scheduler(tutor, store, clock):
-    learners = Learners(tutor)
+    learners = engine_of(tutor).learners
     learner = tutor.learner("local:ann")
     play_days(tutor, clock, learner, 12, seed=8)
     counts = set()

@@ -11,12 +11,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from bot.engine import AlreadyCounted, CodeReport, Finished, StaleCard
 from bot.engine.community_decks import CommunityDecks
-from bot.engine.served_cards import Finished, ServedCards
-from bot.engine.tutor import AlreadyCounted, CodeReport, StaleCard, Tutor
+from bot.engine.served_cards import ServedCards
+from bot.engine.tutor import Tutor
 from scheduler.storage.db import make_engine
 from scheduler.storage.store import Store
 from tests.helpers.decks import deck_yaml
+from tests.helpers.engines import engine_of
 
 GUILD = 1001
 MOVE = "upload-basics/move"
@@ -27,7 +29,7 @@ RACES = 20
 
 @pytest.fixture
 def play(tutor) -> ServedCards:
-    return ServedCards(tutor)
+    return engine_of(tutor).cards
 
 
 @pytest.fixture
@@ -45,7 +47,7 @@ def other(db_url, deck_library, clock):
 @pytest.mark.parametrize("option", ["average", "speed"])  # right (finishes it), wrong
 def test_a_click_racing_its_cards_hint_is_judged_after_it_never_refused(
         play, other, tutor, store, where, option):
-    hints = play if where == "same process" else ServedCards(other)
+    hints = play if where == "same process" else engine_of(other).cards
     for race in range(RACES):
         learner = tutor.learner(f"discord:{race}")
         sid = play.serve(learner, card_id="mini/why").served.serve_id  # kept by `play`
@@ -98,7 +100,7 @@ def typo_fix(data):  # the same meaning: cards in play stay answerable
 
 @pytest.fixture
 def uploads(tutor) -> CommunityDecks:
-    decks = CommunityDecks(tutor)
+    decks = engine_of(tutor).decks
     decks.upload(GUILD, "deck.yaml", deck_yaml(), "ann")
     return decks
 
@@ -112,7 +114,7 @@ def serve_move(play: ServedCards, tutor: Tutor):
 
 def serve_move_elsewhere(other: Tutor, tutor: Tutor):
     """Serve the card from the other process, which has loaded its deck: (it, learner, id)."""
-    there = ServedCards(other)
+    there = engine_of(other).cards
     assert other.library.has_card(MOVE)
     return (there, *serve_move(there, tutor))
 
@@ -123,7 +125,7 @@ def test_a_click_after_another_process_changed_the_card_is_told_so_not_judged(
     """Served under version 1 (and kept by the process that served it); version 2, which
     removes the option clicked, is stored by one process; the click lands on the other,
     whose library still has version 1 and is 30 s from its next look."""
-    processes = {"A": (play, uploads), "B": (ServedCards(other), CommunityDecks(other))}
+    processes = {"A": (play, uploads), "B": (engine_of(other).cards, engine_of(other).decks)}
     assert other.library.has_card(MOVE)  # B loaded version 1
     who, sid = serve_move(processes[served_by][0], tutor)
     processes[changed_by][1].upload(GUILD, "deck.yaml", deck_yaml(removed_option), "ann")
@@ -177,7 +179,7 @@ def test_a_code_answer_outlasting_its_cards_hint_is_recorded_from_its_one_run(st
         return CodeReport("ok", True)
 
     tutor = Tutor(store, mini_library, clock=clock, code_judge=judge)
-    play, hints = ServedCards(tutor), ServedCards(tutor)
+    play, hints = engine_of(tutor).cards, engine_of(tutor).cards
     learner = tutor.learner("discord:9")
     playing = play.serve(learner, mode="practice", card_id="mini/loop")
     verdict = play.judge_code(playing, "for x in dataloader: pass\n", learner)

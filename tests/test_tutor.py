@@ -8,18 +8,11 @@ from datetime import date, timedelta
 
 import pytest
 
-from bot.engine.served import Served
-from bot.engine.served_cards import ServedCards
-from bot.engine.tutor import (
-    CodeReport,
-    InvalidAnswer,
-    NeedsSandbox,
-    RepeatedAnswer,
-    StaleCard,
-    Tutor,
-    correct_answer,
-)
+from bot.engine import CodeReport, InvalidAnswer, NeedsSandbox, RepeatedAnswer, Served, StaleCard
+from bot.engine.judging import correct_answer
+from bot.engine.tutor import Tutor
 from content.loader import DeckLibrary, parse_deck
+from tests.helpers.engines import engine_of
 from tests.helpers.paths import FIXTURES
 from tests.helpers.records import RIGHT
 
@@ -418,7 +411,7 @@ def test_a_wrong_answer_tried_again_costs_no_attempt(tutor, store):
 
 
 def test_a_repeated_click_through_served_cards_leaves_the_stored_card(tutor):
-    play, ann = ServedCards(tutor), tutor.learner("discord:1")
+    play, ann = engine_of(tutor).cards, tutor.learner("discord:1")
     playing = play.serve(ann, card_id="mini/why", mode="practice")
     first = play.answer(playing.served.serve_id, 0, ann, "speed")
     with pytest.raises(RepeatedAnswer):

@@ -129,7 +129,7 @@ async def test_sigterm_stops_tutor_run_as_ctrl_c_does(tmp_path):
     log = bot.log.read_text()
     assert rc == 0, log
     assert "SIGTERM: closing the gateway and stopping" in log, log
-    service = int(re.search(r"code sandbox ready \(worker pid (\d+)\)", log)[1])
+    service = int(re.search(r"code sandbox ready \(service pid (\d+)\)", log)[1])
     assert not Path(f"/proc/{service}").exists(), "the sandbox service outlived the bot"
     assert "Traceback" not in log
 

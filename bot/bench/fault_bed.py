@@ -25,8 +25,7 @@ from pathlib import Path
 
 from bot.app import App, build, start_sandbox
 from bot.bench.local_redis import LocalRedis
-from bot.engine.served_cards import CardInPlay, ServedCards
-from bot.engine.tutor import TutorError
+from bot.engine import CardInPlay, TutorError
 from bot.observability import FLEET, REGISTRY
 from bot.sandbox.broker import GROUP, FleetTiming, Keys, connect
 from bot.sandbox.client import PROJECT_ROOT, service_environment
@@ -111,11 +110,15 @@ class Bed:
         logging.getLogger("bot").addHandler(self.tap)
         self.app = build(database_url=f"sqlite:///{self.folder / 'tutor.db'}", sandbox=False)
         self.sandbox = self.bot_side()
-        self.play = ServedCards(self.app.tutor)
+        self.play = self.app.engine.cards
 
     def bot_side(self):
-        return start_sandbox(self.app.tutor, self.redis.bot_url, limits=self.limits,
-                             timing=self.timing, runs_per_minute=10**6)
+        """The bot's sandbox client on the fleet; called again, a bot restarting it (the
+        bench swaps the judge in place of a whole new process)."""
+        code = start_sandbox(self.redis.bot_url, limits=self.limits, timing=self.timing,
+                             runs_per_minute=10**6)
+        self.app.tutor.code_judge = code and code.judge
+        return code
 
     def close(self) -> None:
         for host in self.hosts:

@@ -11,7 +11,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bot.app import open_store
-from bot.engine.reminders import LEASE, RateLimiter, ReminderSweep
+from bot.engine import ReminderSweep
+from bot.engine.reminders import LEASE, RateLimiter
 from scheduler.storage.db import sqlite_url
 from scheduler.storage.store import Store
 

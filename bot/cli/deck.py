@@ -30,7 +30,7 @@ def _has_exercises(data: bytes) -> bool:
 
 def cmd_deck_publish(args) -> int:
     """Store FILE as the guild's deck, through the same checks as an upload in Discord."""
-    from bot.engine.community_decks import CommunityDecks, DeckRejected, Draft
+    from bot.engine import DeckRejected, Draft
     from content.untrusted import Refused, read_bounded
 
     path = Path(args.file)
@@ -43,7 +43,7 @@ def cmd_deck_publish(args) -> int:
         print(f"{path}: line {exc.line}: {exc.message}", file=sys.stderr)
         return 1
     with _app(args, sandbox=_has_exercises(data)) as app:
-        decks = CommunityDecks(app.tutor)
+        decks = app.engine.decks
         try:
             result = decks.upload(args.guild, path.name, data, uploaded_by="cli")
             if isinstance(result, Draft):

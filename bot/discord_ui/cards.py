@@ -9,7 +9,7 @@ from discord import app_commands
 from bot.discord_ui.handlers import CardHandlers
 from bot.discord_ui.options import learner_command
 from bot.discord_ui.replies import reply
-from bot.engine.servers import Servers
+from bot.engine import DISCORD
 from content.safe_text import clip, code_span
 
 PRIVATE_ONLY = ("This server keeps cards private. An admin can allow public play with "
@@ -17,12 +17,12 @@ PRIVATE_ONLY = ("This server keeps cards private. An admin can allow public play
 
 
 def commands(handlers: CardHandlers) -> list[app_commands.Command]:
-    servers = Servers(handlers.tutor)
+    servers = handlers.engine.servers
 
     async def topics_here(interaction: discord.Interaction) -> list[str]:
         """The topics of the decks this learner plays here (in a DM: their last server's)."""
         learner = await handlers.learner(interaction.user)
-        return await handlers.db(handlers.play.plays.topics, learner.id, interaction.guild_id)
+        return await handlers.db(handlers.engine.plays.topics, learner.id, interaction.guild_id)
 
     async def play(interaction: discord.Interaction, mode: str, topic: str | None,
                    public: bool) -> None:
@@ -49,7 +49,7 @@ def commands(handlers: CardHandlers) -> list[app_commands.Command]:
                        public: bool = False) -> None:
         if topic is not None and topic not in (topics := await topics_here(interaction)):
             await reply(interaction, clip(f"No topic {code_span(topic)} in the decks you play "
-                                          f"here. Topics: {', '.join(topics)}.", 2000))
+                                          f"here. Topics: {', '.join(topics)}.", DISCORD.message))
             return
         await play(interaction, "practice", topic, public)
 
@@ -57,6 +57,6 @@ def commands(handlers: CardHandlers) -> list[app_commands.Command]:
     async def practice_topics(interaction, current: str) -> list[app_commands.Choice[str]]:
         topics = await topics_here(interaction)
         return [app_commands.Choice(name=t, value=t) for t in topics
-                if current.lower() in t][:25]
+                if current.lower() in t][:DISCORD.select_options]
 
     return [review, learn, practice]

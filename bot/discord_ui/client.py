@@ -9,7 +9,6 @@ import gc
 import logging
 import re
 import signal
-from collections.abc import Iterator
 
 import discord
 import yarl
@@ -22,12 +21,12 @@ from bot.discord_ui.community import (
     ReviewCardButton,
     build_community_commands,
 )
-from bot.discord_ui.components import MODAL_TEMPLATE, handled, route
+from bot.discord_ui.components import route
 from bot.discord_ui.handlers import CardHandlers
 from bot.discord_ui.malformed import guard_interactions
 from bot.discord_ui.reminders import ReminderButton, ReminderService
 from bot.discord_ui.replies import apologise, bound_acknowledgements, describe, reply
-from bot.engine.tutor import Tutor
+from bot.engine import Engine
 from bot.observability import HealthServer
 
 log = logging.getLogger(__name__)
@@ -52,21 +51,21 @@ def use_endpoints(api_base_url: str, gateway_url: str) -> None:
 
 class TutorClient:
     """The tutor on a discord.py client; TutorBot and ShardedTutorBot pick the client."""
-    def __init__(self, tutor: Tutor, *, dev_guild_id: int | None = None,
+    def __init__(self, engine: Engine, *, dev_guild_id: int | None = None,
                  reminders: bool = False, metrics: tuple[str, int] | None = None, **options):
         options.setdefault("max_ratelimit_timeout", 30.0)  # longer waits fail with a message
         # Deck text comes from strangers: no message pings unless it names whom (reminders).
         options.setdefault("allowed_mentions", discord.AllowedMentions.none())
         super().__init__(intents=intents(), **options)
         guard_interactions(self._connection)  # a malformed interaction must not stop the bot
-        self.handlers = CardHandlers(tutor)
+        self.handlers = CardHandlers(engine)
         self.community = Community(self.handlers)
         self.dev_guild_id = dev_guild_id
-        self.reminders = ReminderService(self, self.handlers.tutor) if reminders else None
+        self.reminders = ReminderService(self, engine) if reminders else None
         self.metrics_address = metrics
         self.health = HealthServer(
             {"gateway": lambda: self.is_ready() and not self.is_closed(),
-             "database": tutor.database_ok}, latency=lambda: self.latency)
+             "database": engine.database_ok}, latency=lambda: self.latency)
         self.tree = app_commands.CommandTree(self)
         # Every feature's commands and persistent components, registered here and only here.
         for command in [*cards.commands(self.handlers),
@@ -121,21 +120,15 @@ class TutorClient:
         before a restart works. A component no handler knows (an old rendering, a forged
         id) is told so, never left without a reply. Their data is a dict with a str
         custom_id: guard_interactions sends any other to on_malformed_interaction."""
-        if interaction.type is discord.InteractionType.modal_submit:
-            custom_id = interaction.data["custom_id"]
-            if match := re.fullmatch(MODAL_TEMPLATE, custom_id):
-                code = next(_field_values(interaction.data, "code"), "")
-                await handled(interaction, self.handlers.on_code_modal(
-                    interaction, match["serve"], int(match["attempt"]), code))
-            else:
-                await reply(interaction, OUT_OF_DATE.format(what="form"))
-        elif interaction.type is discord.InteractionType.component:
-            custom_id = interaction.data["custom_id"]
-            if (call := route(interaction, custom_id)) is not None:
-                await call
-            elif not any(re.fullmatch(item.__discord_ui_compiled_template__, custom_id)
-                         for item in self._dynamic_items):
-                await reply(interaction, OUT_OF_DATE.format(what="button"))
+        modal = interaction.type is discord.InteractionType.modal_submit
+        if not modal and interaction.type is not discord.InteractionType.component:
+            return
+        custom_id = interaction.data["custom_id"]
+        if (call := route(interaction, custom_id)) is not None:
+            await call
+        elif modal or not any(re.fullmatch(item.__discord_ui_compiled_template__, custom_id)
+                              for item in self._dynamic_items):
+            await reply(interaction, OUT_OF_DATE.format(what="form" if modal else "button"))
 
     async def on_malformed_interaction(self, interaction: discord.Interaction) -> None:
         """A component or modal without a str custom_id (malformed.guard_interactions)."""
@@ -197,28 +190,16 @@ async def _serve(bot: discord.Client, token: str) -> None:
         await bot.start(token)
 
 
-def make_bot(tutor: Tutor, *, shard_count: int | None = None,
+def make_bot(engine: Engine, *, shard_count: int | None = None,
              shard_ids: list[int] | None = None, **options) -> discord.Client:
     """One connection, or several shards (a count, and which of them this process runs)."""
     if shard_count is None and not shard_ids:
-        return TutorBot(tutor, **options)
+        return TutorBot(engine, **options)
     if shard_count is not None:
         options["shard_count"] = shard_count
     if shard_ids:
         options["shard_ids"] = shard_ids
-    return ShardedTutorBot(tutor, **options)
-
-
-def _field_values(node, custom_id: str) -> Iterator[str]:
-    """Values of modal fields with this custom_id, wherever the layout nests them."""
-    if isinstance(node, dict):
-        if node.get("custom_id") == custom_id and isinstance(node.get("value"), str):
-            yield node["value"]
-        for child in node.values():
-            yield from _field_values(child, custom_id)
-    elif isinstance(node, list):
-        for child in node:
-            yield from _field_values(child, custom_id)
+    return ShardedTutorBot(engine, **options)
 
 
 def connect(bot: discord.Client, token: str) -> int:

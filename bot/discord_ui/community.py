@@ -12,14 +12,12 @@ import io
 import discord
 from discord import app_commands
 
-from bot.discord_ui import charts, render
+from bot.discord_ui import charts, refusals, render
 from bot.discord_ui.admin import in_server
 from bot.discord_ui.components import handled
 from bot.discord_ui.handlers import CardHandlers
 from bot.discord_ui.replies import reply
-from bot.engine.boards import Board, Boards, Standing
-from bot.engine.reminders import current_streak
-from bot.engine.tutor import TutorError
+from bot.engine import DISCORD, Board, Standing, TutorError, current_streak
 from content.safe_text import literal
 
 PER_PAGE = 10
@@ -54,7 +52,7 @@ class ReviewCardButton(discord.ui.DynamicItem[discord.ui.Button],
 
     def __init__(self, card_id: str):
         super().__init__(discord.ui.Button(label=f"Review {card_id.split('/')[-1]}",
-                                           custom_id=f"srs:card:{card_id}"[:100]))
+                                           custom_id=f"srs:card:{card_id}"[:DISCORD.custom_id]))
         self.card_id = card_id
 
     @classmethod
@@ -101,7 +99,7 @@ class Community:
 
     def __init__(self, handlers: CardHandlers):
         self.handlers, self.tutor = handlers, handlers.tutor
-        self.boards = Boards(handlers.tutor)
+        self.boards = handlers.engine.boards
 
     async def _board(self, interaction, period: str, page: int):
         return await self.handlers.db(self.boards.board, interaction.guild_id, period, page,
@@ -113,7 +111,7 @@ class Community:
         try:
             settings, result = await self._board(interaction, period, page)
         except TutorError as exc:
-            await reply(interaction, str(exc))
+            await reply(interaction, refusals.words(exc))
             return
         embed = board_embed(interaction.guild.name, period, settings.season, result)
         files = []
@@ -134,7 +132,7 @@ class Community:
         try:
             settings, result = await self._board(interaction, period, page)
         except TutorError as exc:
-            await reply(interaction, str(exc))
+            await reply(interaction, refusals.words(exc))
             return
         await interaction.response.edit_message(
             embed=board_embed(interaction.guild.name, period, settings.season, result),

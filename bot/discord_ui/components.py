@@ -9,15 +9,16 @@ recognisable.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterator
 
 import discord
 
 from bot.discord_ui.replies import apologise
+from bot.engine import DISCORD
 from content.safe_text import plain
 
 SERVE = r"(?P<serve>[0-9a-f]{8,32})"
-MESSAGE_ROWS, ROW_WIDTH = 5, 5  # Discord: action rows per message, buttons per row
+MESSAGE_ROWS, ROW_WIDTH = DISCORD.message_rows, DISCORD.row_width
 SLUG = r"[a-z][a-z0-9_-]{0,39}"
 
 
@@ -39,6 +40,7 @@ class CardItem:
 
     template = ""
     compiled: re.Pattern
+    kind = discord.InteractionType.component  # what a click on it arrives as
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
@@ -81,9 +83,10 @@ class RoutedView(discord.ui.View):
 
 
 def route(interaction: discord.Interaction, custom_id: str) -> Awaitable[None] | None:
-    """The handler call for a card component's custom_id, or None if it is none of them."""
+    """The handler call for a card's component or form (by its custom_id and the kind of
+    interaction), or None if it is none of them."""
     for item in CARD_ITEMS:
-        if match := item.compiled.fullmatch(custom_id):
+        if item.kind is interaction.type and (match := item.compiled.fullmatch(custom_id)):
             return handled(interaction, item.handle(interaction.client.handlers, interaction,
                                                     match))
     return None
@@ -182,12 +185,39 @@ class CodeModal(discord.ui.Modal):
         # A bidi override in a stranger's starter would show the learner other code.
         self.code = discord.ui.TextInput(
             label="Python code", style=discord.TextStyle.paragraph, custom_id="code",
-            default=plain(starter)[:4000], max_length=4000, required=True)
+            default=plain(starter)[:DISCORD.modal_text], max_length=DISCORD.modal_text,
+            required=True)
         self.add_item(self.code)
 
     async def on_submit(self, interaction: discord.Interaction) -> None:
-        """Answered by the custom_id route instead."""
+        """Answered by the custom_id route instead (CodeForm)."""
 
 
-MODAL_TEMPLATE = rf"srs:modal:{SERVE}:(?P<attempt>\d)"
-CARD_ITEMS = (OptionButton, BlankSelect, SubmitButton, HintButton, CodeButton, NextButton)
+class CodeForm(CardItem):
+    """A CodeModal's submit: routed by its custom_id like the card's buttons, so a form
+    opened before a restart is still judged."""
+
+    template = rf"srs:modal:{SERVE}:(?P<attempt>\d)"
+    kind = discord.InteractionType.modal_submit
+
+    @staticmethod
+    def handle(handlers, interaction, match):
+        code = next(_field_values(interaction.data, "code"), "")
+        return handlers.on_code_modal(interaction, match["serve"], int(match["attempt"]), code)
+
+
+def _field_values(node, custom_id: str) -> Iterator[str]:
+    """Values of modal fields with this custom_id, wherever the layout nests them."""
+    if isinstance(node, dict):
+        if node.get("custom_id") == custom_id and isinstance(node.get("value"), str):
+            yield node["value"]
+        for child in node.values():
+            yield from _field_values(child, custom_id)
+    elif isinstance(node, list):
+        for child in node:
+            yield from _field_values(child, custom_id)
+
+
+
+CARD_ITEMS = (OptionButton, BlankSelect, SubmitButton, HintButton, CodeButton, NextButton,
+              CodeForm)

@@ -19,22 +19,23 @@ from bot.discord_ui import render
 from bot.discord_ui.admin import admin_group, in_server, may_change
 from bot.discord_ui.handlers import CardHandlers
 from bot.discord_ui.replies import reply
-from bot.engine.community_decks import (
+from bot.engine import (
+    DISCORD,
     Checked,
-    CommunityDecks,
     DeckRejected,
     DeckSummary,
     Draft,
+    Served,
+    TutorError,
     Uploaded,
+    preview,
 )
-from bot.engine.served import Served, preview
-from bot.engine.tutor import TutorError
 from content.safe_text import literal, markdown
 from content.schema import Deck
 
 MAX_UPLOAD = 256 * 1024  # bytes; the engine checks the bytes again
-MESSAGE_LIMIT = 2000  # Discord's limit on a message's content
-EMBED_DESCRIPTION, EMBEDS_TOTAL = 4096, 6000  # per embed; all of a message's embeds
+MESSAGE_LIMIT = DISCORD.message
+EMBED_DESCRIPTION, EMBEDS_TOTAL = DISCORD.embed_description, DISCORD.embeds_total
 ORIGIN = {"bundled": "bundled", "uploaded": "this server's", "shared": "shared"}
 TYPE_LABEL = {"fill_in": "fill-in", "multiple_choice": "multiple choice", "code": "code"}
 NOT_STORED = "Nothing was stored."
@@ -42,7 +43,7 @@ REFUSED = object()  # the engine said no, and the admin was told why
 
 
 def commands(handlers: CardHandlers) -> list[app_commands.Group]:
-    decks = CommunityDecks(handlers.tutor)
+    decks = handlers.engine.decks
     # Trials take minutes in the sandbox: on threads of their own, as many as the gate lets
     # run at once, never the ones that judge learners' answers.
     trials = ThreadPoolExecutor(decks.trials.at_once, thread_name_prefix="deck-trials")
@@ -168,7 +169,7 @@ def commands(handlers: CardHandlers) -> list[app_commands.Group]:
     async def deck_ids(interaction: discord.Interaction,
                        current: str) -> list[app_commands.Choice[str]]:
         ids = await handlers.db(decks.ids, interaction.guild_id, current)
-        return [app_commands.Choice(name=d, value=d) for d in ids[:25]]
+        return [app_commands.Choice(name=d, value=d) for d in ids[:DISCORD.select_options]]
 
     for command in (show, enable, disable, publish, remove, export):
         command.autocomplete("deck")(deck_ids)
@@ -241,7 +242,7 @@ def list_embed(summaries: list[DeckSummary]) -> discord.Embed:
     if off:
         parts += ["", "**Available** (turn one on with **/deck enable**)", *off]
     return discord.Embed(title="Decks on this server", colour=render.BLUE,
-                         description=_fit(parts, 4096))
+                         description=_fit(parts, EMBED_DESCRIPTION))
 
 
 def _fit(lines: list[str], limit: int) -> str:

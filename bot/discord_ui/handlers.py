@@ -15,13 +15,19 @@ from concurrent.futures import ThreadPoolExecutor
 
 import discord
 
-from bot.discord_ui import render
+from bot.discord_ui import refusals, render
 from bot.discord_ui.components import CodeModal
 from bot.discord_ui.replies import reply
-from bot.engine.feedback import when
-from bot.engine.learners import Learners
-from bot.engine.served_cards import Finished, ServedCards
-from bot.engine.tutor import AlreadyCounted, Learner, StaleCard, Tutor, TutorError, Verdict
+from bot.engine import (
+    AlreadyCounted,
+    Engine,
+    Finished,
+    Learner,
+    StaleCard,
+    TutorError,
+    Verdict,
+    when,
+)
 
 log = logging.getLogger(__name__)
 FENCED = re.compile(r"```(?:py|python|python3)?[ \t]*\n(?P<code>.*?)```", re.S | re.I)
@@ -43,12 +49,11 @@ class CardHandlers:
     """Every feature's way into the engine (`db`, `learner`), and the card handlers that the
     components call as `interaction.client.handlers.on_...(...)`."""
 
-    def __init__(self, tutor: Tutor):
-        self.tutor = tutor
-        self.play = ServedCards(tutor)
-        self.learners = Learners(tutor)
+    def __init__(self, engine: Engine):
+        self.engine, self.tutor = engine, engine.tutor
+        self.play, self.learners = engine.cards, engine.learners
         self._workers = ThreadPoolExecutor(8, thread_name_prefix="engine") \
-            if tutor.database_waits else None
+            if engine.database_waits else None
 
     async def db(self, call, /, *args, **kwargs):
         """Run an engine call that reads or writes the database. On SQLite it is a few
@@ -86,7 +91,7 @@ class CardHandlers:
             await interaction.response.send_message(embed=embed, view=view, ephemeral=ephemeral)
 
     async def _nothing(self, interaction, learner: Learner, mode: str, edit: bool) -> None:
-        progress = await self.db(self.play.plays.progress, learner, interaction.guild_id)
+        progress = await self.db(self.engine.plays.progress, learner, interaction.guild_id)
         text = NOTHING[mode]
         if progress.next_due:
             text += f"\nNext review: **{when(progress.next_due, progress.today)}**."
@@ -104,7 +109,7 @@ class CardHandlers:
         outdated rendering also gets the card as it stands (its answer may have been
         counted while the message kept the old buttons), a finished card a Next button."""
         if isinstance(error, StaleCard):
-            await self._stale(interaction, str(error))
+            await self._stale(interaction, error)
             return
         if isinstance(error, AlreadyCounted):
             try:
@@ -117,9 +122,9 @@ class CardHandlers:
                             view=render.card_view(playing.card, playing.served, playing.draft))
                 return
         if isinstance(error, Finished):
-            await reply(interaction, str(error), view=render.next_view("auto", None))
+            await reply(interaction, refusals.words(error), view=render.next_view("auto", None))
             return
-        await reply(interaction, str(error))
+        await reply(interaction, refusals.words(error))
 
     # -- answering -----------------------------------------------------------------------
 
@@ -165,8 +170,8 @@ class CardHandlers:
             view=render.card_view(playing.card, playing.served, playing.draft))
 
     async def _show(self, interaction, verdict: Verdict) -> None:
-        card = self.tutor.card(verdict.served)
-        feedback = render.feedback_embed(card, verdict, self.tutor.served_today(verdict.served))
+        card = verdict.card
+        feedback = render.feedback_embed(card, verdict, verdict.today)
         if verdict.finished:
             mode = {"review": "review", "drill": "review", "remedy": "review",
                     "new": "learn"}.get(
@@ -181,9 +186,9 @@ class CardHandlers:
         else:
             await interaction.response.edit_message(embeds=embeds, view=view)
 
-    async def _stale(self, interaction, why: str) -> None:
+    async def _stale(self, interaction, error: StaleCard) -> None:
         await interaction.response.edit_message(
-            embeds=[render.notice(why + " Press **Next card** for a fresh one.")],
+            embeds=[render.notice(refusals.words(error))],
             view=render.next_view("auto", None))
 
     # -- code cards ----------------------------------------------------------------------
@@ -210,12 +215,11 @@ class CardHandlers:
         try:
             verdict = await asyncio.to_thread(self.play.judge_code, playing, code, learner)
         except TutorError as exc:  # no sandbox, busy, empty code, stale, already counted
-            await interaction.followup.send(str(exc), ephemeral=True)
+            await interaction.followup.send(refusals.words(exc), ephemeral=True)
             return
-        card = self.tutor.card(verdict.served)
         await interaction.followup.send(
-            embed=render.feedback_embed(card, verdict, self.tutor.today(learner)),
-            view=render.after_code(card, verdict), ephemeral=True)
+            embed=render.feedback_embed(verdict.card, verdict, verdict.today),
+            view=render.after_code(verdict.card, verdict), ephemeral=True)
 
     async def on_code_message(self, message: discord.Message) -> bool:
         """A fenced code block sent to the bot answers the learner's open code card."""
@@ -232,11 +236,11 @@ class CardHandlers:
             verdict = await asyncio.to_thread(self.play.judge_code, playing, match["code"],
                                               learner)
         except TutorError as exc:
-            await message.reply(str(exc), mention_author=False)
+            await message.reply(refusals.words(exc), mention_author=False)
             return True
         await message.reply(
-            embed=render.feedback_embed(playing.card, verdict, self.tutor.today(learner)),
-            view=render.after_code(playing.card, verdict), mention_author=False)
+            embed=render.feedback_embed(verdict.card, verdict, verdict.today),
+            view=render.after_code(verdict.card, verdict), mention_author=False)
         return True
 
     # -- reminder buttons ----------------------------------------------------------------

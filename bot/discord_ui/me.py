@@ -5,15 +5,14 @@ from __future__ import annotations
 import discord
 from discord import app_commands
 
-from bot.discord_ui import render
+from bot.discord_ui import refusals, render
 from bot.discord_ui.community import Community
 from bot.discord_ui.components import handled
 from bot.discord_ui.handlers import CardHandlers
 from bot.discord_ui.options import learner_command, scheduler_choices, timezone_names
 from bot.discord_ui.replies import dm, reply
-from bot.engine import reminders as schedule
-from bot.engine.learners import RANGES
-from bot.engine.tutor import TutorError
+from bot.engine import RANGES, TutorError, current_streak
+from bot.engine import reminder_hour as reminder_hour_of  # /settings has an option so named
 
 
 class ForgetButton(discord.ui.DynamicItem[discord.ui.Button],
@@ -58,16 +57,16 @@ def commands(handlers: CardHandlers, community: Community) -> list[app_commands.
         learner = await handlers.learner(interaction.user)
         reviewed, first_try = await handlers.db(handlers.learners.totals, learner)
         # Due, next review and cards seen: over the decks this learner plays here.
-        progress = await handlers.db(handlers.play.plays.progress, learner,
+        progress = await handlers.db(handlers.engine.plays.progress, learner,
                                      interaction.guild_id)
         embed = render.progress_embed(
             interaction.user.display_name, progress, reviewed,
             first_try / reviewed if reviewed else None)
-        streak = schedule.current_streak(learner, progress.today)
+        streak = current_streak(learner, progress.today)
         embed.add_field(name="Streak", value=f"{streak} day(s)"
                         f" (longest {learner.longest_streak})")
         embed.add_field(name="Scheduler", value=render.scheduler_line(learner, progress.choice))
-        played = await handlers.db(handlers.play.plays.decks, learner.id, interaction.guild_id)
+        played = await handlers.db(handlers.engine.plays.decks, learner.id, interaction.guild_id)
         mistakes = await handlers.db(handlers.learners.mistakes, learner, played)
         if mistakes:
             embed.add_field(name="Misconceptions", inline=False,
@@ -121,13 +120,13 @@ def commands(handlers: CardHandlers, community: Community) -> list[app_commands.
         try:
             learner = await handlers.db(handlers.learners.update_settings, learner, changes)
         except TutorError as exc:
-            await reply(interaction, str(exc))
+            await reply(interaction, refusals.words(exc))
             return
         lines = [
             f"Timezone: **{learner.timezone}** (your day starts at "
             f"{learner.rollover_hour:02d}:00)",
             f"Reminders: **{'on' if learner.reminders_enabled else 'off'}**, at "
-            f"{schedule.reminder_hour(learner):02d}:00 when at least {learner.reminder_min_due} "
+            f"{reminder_hour_of(learner):02d}:00 when at least {learner.reminder_min_due} "
             "card(s) are due" + (f" (quiet {learner.quiet_start:02d}:00-"
                                  f"{learner.quiet_end:02d}:00)" if learner.quiet_start
                                  is not None and learner.quiet_end is not None else ""),

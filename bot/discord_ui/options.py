@@ -8,7 +8,7 @@ from functools import cache
 
 from discord import app_commands
 
-from bot.engine.choice import SCHEDULERS
+from bot.engine import DISCORD, SCHEDULERS
 
 
 @cache
@@ -34,4 +34,4 @@ def scheduler_choices(fallback_name: str, fallback_value: str) -> list[app_comma
 async def timezone_names(interaction, current: str) -> list[app_commands.Choice[str]]:
     needle = current.lower().replace(" ", "_")
     return [app_commands.Choice(name=z, value=z) for z in _zones()
-            if needle in z.lower()][:25]
+            if needle in z.lower()][:DISCORD.select_options]

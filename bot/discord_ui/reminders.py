@@ -11,8 +11,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.discord_ui.components import handled
 from bot.discord_ui.replies import CLOSED_DMS, retrying
-from bot.engine.reminders import DMClosed, Reminder, ReminderSweep
-from bot.engine.tutor import Tutor
+from bot.engine import DMClosed, Engine, Reminder
 from bot.observability import record_reminders
 
 log = logging.getLogger(__name__)
@@ -97,8 +96,8 @@ class DiscordReminderSender:
 class ReminderService:
     """The one sweep job, every minute, in the bot's loop (max one at a time)."""
 
-    def __init__(self, client: discord.Client, tutor: Tutor):
-        self.client, self.tutor = client, tutor
+    def __init__(self, client: discord.Client, engine: Engine):
+        self.client, self.engine = client, engine
         self.scheduler = AsyncIOScheduler()
 
     def start(self) -> None:
@@ -113,8 +112,7 @@ class ReminderService:
 
     async def sweep(self) -> None:
         try:
-            report = await ReminderSweep.for_tutor(
-                self.tutor, DiscordReminderSender(self.client)).run()
+            report = await self.engine.reminder_sweep(DiscordReminderSender(self.client)).run()
         except Exception:  # noqa: BLE001 - the next minute tries again
             log.exception("reminder sweep failed")
             return

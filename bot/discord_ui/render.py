@@ -11,22 +11,27 @@ from datetime import date
 import discord
 
 from bot.discord_ui import components as c
-from bot.engine.choice import SCHEDULERS, Choice
-from bot.engine.feedback import (
+from bot.engine import (
+    DISCORD,
     KIND_LABEL,
+    MAX_ATTEMPTS,
     REPEATED,
+    SCHEDULERS,
+    Choice,
     Feedback,
+    Learner,
+    LearnerMistake,
+    Progress,
+    Served,
+    Verdict,
     answer_text,
     card_text,
-    feedback,
+    feedback_of,
     lettered,
     retry_text,
     shown,
     when,
 )
-from bot.engine.misconceptions import LearnerMistake
-from bot.engine.served import Served
-from bot.engine.tutor import MAX_ATTEMPTS, Learner, Progress, Verdict
 from content.loader import AnyCard
 from content.safe_text import clip, code_span, literal, markdown, plain
 from content.schema import ChoiceCard, CodeCard
@@ -58,10 +63,12 @@ class AnswerEmbed(discord.Embed):
 def card_embed(card: AnyCard, served: Served, finished: bool = False) -> discord.Embed:
     embed = AnswerEmbed(
         title=f"{KIND_LABEL[served.kind]} · {card.difficulty} · {', '.join(card.topics)}",
-        description=clip(card_text(card, lettered(card, served)), 4096), colour=BLUE,
+        description=clip(card_text(card, lettered(card, served)), DISCORD.embed_description),
+        colour=BLUE,
     )
     if served.hint_used:
-        embed.add_field(name="Hint", value=clip(markdown(card.hint), 1024), inline=False)
+        embed.add_field(name="Hint", value=clip(markdown(card.hint), DISCORD.field_value),
+                        inline=False)
     left = MAX_ATTEMPTS - served.attempts
     status = ("answered" if finished else "one judged run decides it"
               if isinstance(card, CodeCard) else f"{left} attempt{'s' * (left != 1)} left")
@@ -88,7 +95,7 @@ def feedback_embed(card: AnyCard, verdict: Verdict, today: date | None) -> disco
     """What the learner sees after an attempt: right or wrong, and why. What the checker
     measured comes first: its lines quote the learner's text as code, and markdown pairs
     backticks left to right, so no deck text after them can reach back into those spans."""
-    fb = feedback(card, verdict, today)
+    fb = feedback_of(card, verdict, today)
     title, colour = fb.headline, GREEN if fb.correct else RED
     if fb.retry:
         colour = GREY
@@ -108,8 +115,8 @@ def feedback_embed(card: AnyCard, verdict: Verdict, today: date | None) -> disco
         parts.append(f"**Takeaway:** {markdown(fb.takeaway)}")
         if fb.next_review:
             parts.append(f"Next review of this card: **{fb.next_review}**.")
-    embed = AnswerEmbed(title=title, description=clip("\n\n".join(p for p in parts if p), 4096),
-                        colour=colour)
+    embed = AnswerEmbed(title=title, colour=colour, description=clip(
+        "\n\n".join(p for p in parts if p), DISCORD.embed_description))
     if fb.duplicate:
         embed.set_footer(text="This answer was already recorded.")
     return embed
@@ -131,7 +138,7 @@ def card_view(card: AnyCard, served: Served, draft: dict | None = None) -> disco
     else:
         picked = draft or {}
         rows = [[c.BlankSelect.make(sid, blank.id, f"Blank [{number}]", [
-            (plain(chip.text)[:100], chip.id, chip.id == picked.get(blank.id))
+            (plain(chip.text)[:DISCORD.select_label], chip.id, chip.id == picked.get(blank.id))
             for chip in shown(card, served)])] for number, blank in enumerate(card.blanks, 1)]
         rows.append([c.SubmitButton.make(sid, attempt)])
     if hint and len(rows) == c.MESSAGE_ROWS:  # no row left: beside the last ones
@@ -172,7 +179,7 @@ def scheduler_line(learner: Learner, choice: Choice) -> str:
             f"**{'on' if choice.remediation else 'off'}**")
 
 
-def field_text(lines: list[str], limit: int = 1024) -> str:
+def field_text(lines: list[str], limit: int = DISCORD.field_value) -> str:
     """Lines for one embed field, dropping whole lines past Discord's field limit."""
     out = ""
     for line in lines:

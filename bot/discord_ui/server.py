@@ -5,19 +5,18 @@ from __future__ import annotations
 import discord
 from discord import app_commands
 
+from bot.discord_ui import refusals
 from bot.discord_ui.admin import admin_group, may_change
 from bot.discord_ui.handlers import CardHandlers
 from bot.discord_ui.options import scheduler_choices, timezone_names
 from bot.discord_ui.replies import reply
-from bot.engine.choice import SCHEDULERS
-from bot.engine.servers import WEEKDAYS, Servers
-from bot.engine.tutor import TutorError
+from bot.engine import SCHEDULERS, WEEKDAYS, TutorError
 
 DEFAULT = "default"
 
 
 def commands(handlers: CardHandlers) -> list[app_commands.Group]:
-    servers = Servers(handlers.tutor)
+    servers = handlers.engine.servers
 
     server = admin_group("server-settings", "Settings for this server (admins).")
 
@@ -61,7 +60,7 @@ def commands(handlers: CardHandlers) -> list[app_commands.Group]:
             if remediation is not None:
                 await handlers.db(servers.set_remediation, guild_id, remediation)
         except TutorError as exc:
-            await reply(interaction, str(exc))
+            await reply(interaction, refusals.words(exc))
             return
         choice = await handlers.db(servers.default_choice, guild_id)
         await reply(interaction, f"Learners here are scheduled by "
@@ -92,7 +91,7 @@ def commands(handlers: CardHandlers) -> list[app_commands.Group]:
             settings = await handlers.db(servers.set_board, interaction.guild_id, timezone,
                                          week_starts)
         except TutorError as exc:
-            await reply(interaction, str(exc))
+            await reply(interaction, refusals.words(exc))
             return
         await reply(interaction, f"The weekly board restarts every "
                                  f"{WEEKDAYS[settings.week_start]} at midnight, "

@@ -1,0 +1,78 @@
+"""The tutor engine: which card next, is this answer right, what was the mistake, and
+when to review again. Discord-free. This module is its one face: front ends (Discord, the
+terminal, the web) import only from here (an import-linter contract holds them to it).
+
+- `Engine` holds the services, built once by the composition root (`bot/app.py`) and
+  handed to every front end: `tutor` (the core), `cards`, `plays`, `learners`,
+  `servers`, `decks`, `boards`, `reminder_sweep` (see `bot.engine.services`).
+- The values they return: `Served` (a served card, its attempt state), `CardInPlay`,
+  `Verdict` (the judgement, with the card and the learner's day), `Progress`,
+  `CodeReport`, `Finding`, board and deck summaries, `Reminder`, `LearnerMistake`.
+- The refusals they raise, all `TutorError`s, each a kind a front end words itself:
+  `AlreadyCounted`, `Finished`, `Gone`, `NotYours`, `StaleCard`, `InvalidAnswer`,
+  `RepeatedAnswer`, `TryAgain` (and `NotJudged`: our fault, nothing counted),
+  `NeedsSandbox`, `DeckRejected`, `BadChoice`, `BadServerSetting`, `BadSetting`.
+- Words shared by the front ends: `feedback` (what a verdict says), `card_text`,
+  `when`, ...
+
+Time is injected (`clock`), never read here. A served card is an immutable value that
+carries its own attempt state, so a front end can keep it anywhere (memory, the store,
+a Discord custom_id) and the engine holds nothing between calls.
+"""
+
+from bot.engine.boards import Activity, BadChoice, Board, Missed, Standing
+from bot.engine.choice import SCHEDULERS, Choice
+from bot.engine.community_decks import Checked, DeckRejected, DeckSummary, Draft, Uploaded
+from bot.engine.deck_limits import DISCORD, MessageLimits
+from bot.engine.errors import (
+    AlreadyCounted,
+    Finished,
+    Gone,
+    InvalidAnswer,
+    NeedsSandbox,
+    NotJudged,
+    NotYours,
+    RepeatedAnswer,
+    StaleCard,
+    TryAgain,
+    TutorError,
+)
+from bot.engine.feedback import (
+    KIND_LABEL,
+    LETTERS,
+    REPEATED,
+    Feedback,
+    answer_text,
+    card_text,
+    feedback_of,
+    lettered,
+    numbered_code,
+    retry_text,
+    shown,
+    when,
+)
+from bot.engine.judging import Finding, Response
+from bot.engine.learners import RANGES, BadSetting
+from bot.engine.misconceptions import LearnerMistake
+from bot.engine.outcomes import FREE_RETRIES, CodeReport, Progress, Verdict
+from bot.engine.reminders import DMClosed, Reminder, ReminderSweep, current_streak, reminder_hour
+from bot.engine.served import Served, preview
+from bot.engine.served_cards import CardInPlay
+from bot.engine.servers import WEEKDAYS, BadServerSetting
+from bot.engine.services import Engine
+from bot.engine.tutor import CODE_POLICY, Mode
+from scheduler.grading import MAX_ATTEMPTS
+from scheduler.storage.models import Learner
+
+__all__ = [
+    "CODE_POLICY", "DISCORD", "FREE_RETRIES", "KIND_LABEL", "LETTERS", "MAX_ATTEMPTS",
+    "RANGES", "REPEATED", "SCHEDULERS", "WEEKDAYS", "Activity", "AlreadyCounted", "BadChoice",
+    "BadServerSetting", "BadSetting", "Board", "CardInPlay", "Checked", "Choice", "CodeReport",
+    "DMClosed", "DeckRejected", "DeckSummary", "Draft", "Engine", "Feedback", "Finding",
+    "Finished", "Gone", "InvalidAnswer", "Learner", "LearnerMistake", "MessageLimits",
+    "Missed", "Mode", "NeedsSandbox", "NotJudged", "NotYours", "Progress", "Reminder",
+    "ReminderSweep", "RepeatedAnswer", "Response", "Served", "StaleCard", "Standing",
+    "TryAgain", "TutorError", "Uploaded", "Verdict", "answer_text", "card_text",
+    "current_streak", "feedback_of", "lettered", "numbered_code", "preview", "reminder_hour",
+    "retry_text", "shown", "when",
+]

@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
+from bot.engine.errors import TutorError
 from bot.engine.misconceptions import mistake_title
 from bot.engine.plays import Plays
-from bot.engine.tutor import Tutor, TutorError
+from bot.engine.tutor import Tutor
 from scheduler import leaderboard as lb
 from scheduler.storage.models import GuildSettings, Learner
+from scheduler.storage.store import Store
 
 PERIODS = ("week", "season")
 MAX_PAGE = 10_000
@@ -35,10 +37,8 @@ class Activity:
 
 
 class Boards:
-    def __init__(self, tutor: Tutor):
-        self.tutor = tutor
-        self.store = tutor.store
-        self.plays = Plays(tutor)
+    def __init__(self, tutor: Tutor, store: Store, plays: Plays):
+        self.tutor, self.store, self.plays = tutor, store, plays
 
     def board(self, guild_id: int, period: str, page: int, caller: Learner,
               per_page: int) -> tuple[GuildSettings, lb.Board]:

@@ -17,7 +17,8 @@ import asyncio
 import logging
 import time
 
-from bot.engine.tutor import CodeReport, NotJudged, TryAgain
+from bot.engine.errors import NotJudged, TryAgain
+from bot.engine.outcomes import CodeReport
 from bot.observability import record_refusal, record_sandbox, record_unjudged
 from bot.sandbox.client import SandboxBusy, SandboxClient
 from bot.sandbox.protocol import MEMORY, OUTPUT_LIMIT, REFUSED, TIMEOUT, UNJUDGED, RunResult

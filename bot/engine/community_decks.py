@@ -18,9 +18,11 @@ from typing import Literal
 import yaml
 
 from bot.engine.deck_limits import check_limits
+from bot.engine.errors import TutorError
 from bot.engine.exercises import ExercisesUntried, exercise_problems, exercises
+from bot.engine.server_decks import Origin, ServerDecks
 from bot.engine.trials import TrialGate
-from bot.engine.tutor import Tutor, TutorError
+from bot.engine.tutor import Tutor
 from content.anki import export_apkg
 from content.importer import import_page
 from content.loader import line_finder, parse_deck
@@ -28,8 +30,7 @@ from content.schema import Deck
 from content.untrusted import UntrustedDeck, decode, parse_untrusted
 from content.versions import accepts_changed
 from scheduler.storage.decks import DeckGone, DeckTaken, NewVersion, NoDeckLeft
-
-Origin = Literal["bundled", "uploaded", "shared"]  # a file deck; this server's; another's
+from scheduler.storage.store import Store
 
 
 class DeckRejected(TutorError):
@@ -84,8 +85,9 @@ class Draft:
 
 
 class CommunityDecks:
-    def __init__(self, tutor: Tutor, trials: TrialGate | None = None):
-        self.tutor = tutor
+    def __init__(self, tutor: Tutor, store: Store, server: ServerDecks,
+                 trials: TrialGate | None = None):
+        self.tutor, self._store, self.server, self.live = tutor, store, server, server.live
         self.trials = trials or TrialGate()  # how much of the sandbox uploads may take
 
     def upload(self, guild_id: int, filename: str, data: bytes,
@@ -116,7 +118,7 @@ class CommunityDecks:
             deck, text = parse_untrusted(data, check_limits)
         except UntrustedDeck as exc:
             raise DeckRejected(exc.summary, exc.problems) from None
-        store = self.tutor.store
+        store = self._store
         row = store.decks.get(deck.id)
         self._check_owner(guild_id, deck.id, row, line_finder(text)(("id",)))
         if row is not None:
@@ -147,17 +149,17 @@ class CommunityDecks:
         """Store a checked upload: refused when another was stored since its check."""
         deck = checked.deck
         try:
-            version = self.tutor.store.decks.save_version(NewVersion(
+            version = self._store.decks.save_version(NewVersion(
                 deck.id, guild_id, checked.version, checked.text, deck.title,
-                len(deck.cards), uploaded_by[:100], self.tutor.clock(), self._default()))
+                len(deck.cards), uploaded_by[:100], self.tutor.clock(), self.server.default()))
         except DeckTaken:
             raise DeckRejected(f"Another upload of '{deck.id}' was stored at the same time; "
                                "nothing was stored from this one. Try again.") from None
-        self.tutor.decks.refresh(force=True)
+        self.live.refresh(force=True)
         return Uploaded(deck.id, deck.title, version, len(deck.cards), not checked.version)
 
     def _check_owner(self, guild_id: int, deck_id: str, row, line: int) -> None:
-        if deck_id in self.tutor.decks.bundled.decks:
+        if deck_id in self.live.bundled.decks:
             raise DeckRejected(f"The deck id '{deck_id}' belongs to a deck that ships with "
                                "the bot; give yours another id.",
                                [f"line {line}: deck id '{deck_id}' is taken by a bundled deck"])
@@ -167,48 +169,22 @@ class CommunityDecks:
                                [f"line {line}: deck id '{deck_id}' is taken by another server"])
 
     def enabled(self, guild_id: int) -> list[str]:
-        """The deck ids this server plays: the ONE place that decides (serving, /deck
-        enable|disable, uploads). No choice stored means every bundled deck; a chosen deck
-        that is gone (removed, unpublished) is dropped, and when none is left the server
-        plays the bundled decks again rather than nothing."""
-        self.tutor.decks.refresh()  # on serve: at most every 30 s unless forced
-        chosen = self.tutor.store.decks.played(guild_id)
-        bundled = list(self._default())
-        if chosen is None:
-            return bundled
-        visible = self._visible(guild_id)
-        return [d for d in visible if d in chosen] or bundled
-
-    def _default(self) -> tuple[str, ...]:
-        """What a server plays until its admins choose: every bundled deck."""
-        return tuple(self.tutor.decks.bundled.decks)
-
-    def _visible(self, guild_id: int) -> dict[str, tuple[Deck, Origin]]:
-        """Bundled decks, then this server's own, then published ones, by id."""
-        library, live = self.tutor.library, self.tutor.decks
-        found: dict[str, tuple[Deck, Origin]] = {
-            d: (library.deck(d), "bundled") for d in live.bundled.decks}
-        rows = [r for r in live.stored.values() if not r.removed and r.deck_id in library.decks]
-        for origin, rows_of in (("uploaded", [r for r in rows if r.owner_guild_id == guild_id]),
-                                ("shared", [r for r in rows if r.owner_guild_id != guild_id
-                                            and r.public])):
-            for row in sorted(rows_of, key=lambda r: r.deck_id):
-                found[row.deck_id] = (library.deck(row.deck_id), origin)
-        return found
+        """The deck ids this server plays (`ServerDecks.enabled`)."""
+        return self.server.enabled(guild_id)
 
     def summaries(self, guild_id: int) -> list[DeckSummary]:
         """Every deck this server can play: bundled, its own, and published ones."""
-        self.tutor.decks.refresh(force=True)
-        enabled, stored = set(self.enabled(guild_id)), self.tutor.decks.stored
+        self.live.refresh(force=True)
+        enabled, stored = set(self.enabled(guild_id)), self.live.stored
         return [DeckSummary(d, deck.title, len(deck.cards), origin, d in enabled,
                             origin == "bundled" or stored[d].public,
                             deck.version if origin == "bundled" else stored[d].version)
-                for d, (deck, origin) in self._visible(guild_id).items()]
+                for d, (deck, origin) in self.server.visible(guild_id).items()]
 
     def deck(self, guild_id: int, deck_id: str) -> Deck:
         """A deck this server can see (TutorError if none)."""
-        self.tutor.decks.refresh(force=True)
-        visible = self._visible(guild_id)
+        self.live.refresh(force=True)
+        visible = self.server.visible(guild_id)
         if deck_id not in visible:
             raise TutorError(f"No deck '{deck_id}' here. Decks: {', '.join(visible)}.")
         return visible[deck_id][0]
@@ -217,8 +193,8 @@ class CommunityDecks:
         """Play the deck here or not; the deck ids played afterwards."""
         self.deck(guild_id, deck_id)  # refused unless this server can see it
         try:  # one row changed on what is stored now: concurrent changes all count
-            self.tutor.store.decks.choose(guild_id, deck_id, bool(enabled), self._default(),
-                                          set(self._visible(guild_id)))
+            self._store.decks.choose(guild_id, deck_id, bool(enabled), self.server.default(),
+                                          set(self.server.visible(guild_id)))
         except NoDeckLeft:
             raise TutorError("At least one deck has to stay on.") from None
         except DeckGone:
@@ -227,7 +203,7 @@ class CommunityDecks:
         return self.enabled(guild_id)
 
     def _own(self, guild_id: int, deck_id: str, what: str):
-        row = self.tutor.store.decks.get(deck_id)
+        row = self._store.decks.get(deck_id)
         if row is None or row.owner_guild_id != guild_id:
             raise TutorError(f"Only the server that uploaded '{deck_id}' can {what} it.")
         return row
@@ -238,9 +214,9 @@ class CommunityDecks:
         row = self._own(guild_id, deck_id, "publish")
         if row.removed and public:
             raise TutorError(f"'{deck_id}' was removed; upload it again to publish it.")
-        self.tutor.store.decks.update(deck_id, guild_id, self.tutor.clock(),
+        self._store.decks.update(deck_id, guild_id, self.tutor.clock(),
                                       public=bool(public))
-        self.tutor.decks.refresh(force=True)
+        self.live.refresh(force=True)
 
     def remove(self, guild_id: int, deck_id: str) -> None:
         """The owner stops serving its deck everywhere: it is no longer shared, and no
@@ -248,9 +224,9 @@ class CommunityDecks:
         does); an upload of the id later is private and enabled only by the owner.
         Reviews and history are kept."""
         self._own(guild_id, deck_id, "remove")
-        self.tutor.store.decks.update(deck_id, guild_id, self.tutor.clock(),
+        self._store.decks.update(deck_id, guild_id, self.tutor.clock(),
                                       removed=True)
-        self.tutor.decks.refresh(force=True)
+        self.live.refresh(force=True)
 
     def export(self, guild_id: int, deck_id: str,
                fmt: Literal["yaml", "apkg"]) -> tuple[str, bytes]:
@@ -263,16 +239,16 @@ class CommunityDecks:
                 return path.name, path.read_bytes()
         if fmt != "yaml":
             raise TutorError("Export as yaml or apkg.")
-        row = self.tutor.decks.stored.get(deck_id)
-        if row is not None and deck_id not in self.tutor.decks.bundled.decks:
-            return f"{deck_id}.yaml", self.tutor.store.decks.yaml(deck_id, row.version).encode()
+        row = self.live.stored.get(deck_id)
+        if row is not None and deck_id not in self.live.bundled.decks:
+            return f"{deck_id}.yaml", self._store.decks.yaml(deck_id, row.version).encode()
         data = deck.model_dump(mode="json", exclude_defaults=True)  # a file deck's content
         return f"{deck_id}.yaml", yaml.safe_dump(data, sort_keys=False,
                                                  allow_unicode=True).encode()
 
     def ids(self, guild_id: int, prefix: str = "") -> list[str]:
         """Deck ids this server can see that start with `prefix` (autocomplete)."""
-        return [d for d in self._visible(guild_id) if d.startswith(prefix)]
+        return [d for d in self.server.visible(guild_id) if d.startswith(prefix)]
 
 
 def _check_revs(old: Deck, new: Deck, version: int, line) -> None:

@@ -9,20 +9,39 @@ numbered blanks, bold markers) and reports (YAML path, message) naming the limit
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from bot.engine.feedback import KIND_LABEL, LETTERS, answer_text, card_text
-from bot.engine.tutor import correct_answer
+from bot.engine.judging import correct_answer
 from content.schema import ChoiceCard, CodeCard, Deck, FillInCard
 
-EMBED_TITLE = 256
-EMBED_DESCRIPTION = 4096
-FIELD_VALUE = 1024
-SELECT_LABEL = 100  # a select option's label; also an autocomplete choice's name
-SELECT_OPTIONS = 25
-MESSAGE_COMPONENTS = 25  # buttons per message (5 rows of 5)
-MESSAGE_ROWS = 5
-MODAL_TEXT = 4000  # a modal text input's value
+
+@dataclass(frozen=True)
+class MessageLimits:
+    """Discord's size limits, named once: uploads are measured by them here and the Discord
+    front end renders within them (it imports `DISCORD` from the engine's face)."""
+
+    message: int = 2000  # a message's content
+    embed_title: int = 256
+    embed_description: int = 4096
+    embeds_total: int = 6000  # all of a message's embeds together
+    field_value: int = 1024
+    select_label: int = 100  # a select option's label; also an autocomplete choice's name
+    select_options: int = 25  # a select's options; also autocomplete choices
+    custom_id: int = 100
+    message_components: int = 25  # buttons per message (5 rows of 5)
+    message_rows: int = 5
+    row_width: int = 5
+    modal_text: int = 4000  # a modal text input's value
+
+
+DISCORD = MessageLimits()
+EMBED_TITLE, EMBED_DESCRIPTION = DISCORD.embed_title, DISCORD.embed_description
+FIELD_VALUE, SELECT_LABEL, SELECT_OPTIONS = (DISCORD.field_value, DISCORD.select_label,
+                                             DISCORD.select_options)
+MESSAGE_COMPONENTS, MESSAGE_ROWS, MODAL_TEXT = (DISCORD.message_components,
+                                                DISCORD.message_rows, DISCORD.modal_text)
 NEXT_REVIEW = 60  # "Next review of this card: **in 365 days (2027-12-02)**." and spacing
 
 Problem = tuple[tuple[Any, ...], str]

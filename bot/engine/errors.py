@@ -1,4 +1,6 @@
-"""What the engine tells a learner went wrong, in plain words (front ends show the text)."""
+"""The kinds of refusal the engine raises. Each carries plain words that name no front end
+(no command, no button): each front end words the way forward itself, by kind (the Discord
+bot in `bot/discord_ui/refusals.py`, the terminal in `bot/terminal.py`)."""
 
 from __future__ import annotations
 
@@ -44,3 +46,24 @@ class RepeatedAnswer(InvalidAnswer):
 
 class AlreadyCounted(TutorError):
     """Another click on this served card got there first; this one changed nothing."""
+
+
+class Gone(TutorError):
+    """No such served card (never served, or forgotten)."""
+
+    def __init__(self, message: str = "This card is no longer available."):
+        super().__init__(message)
+
+
+class NotYours(TutorError):
+    """The served card is another learner's."""
+
+    def __init__(self, message: str = "This card was served to someone else."):
+        super().__init__(message)
+
+
+class Finished(TutorError):
+    """The card was answered: the click changed nothing."""
+
+    def __init__(self, message: str = "This card was already answered."):
+        super().__init__(message)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator
 
-from bot.engine.tutor import NotJudged, TryAgain
+from bot.engine.errors import NotJudged, TryAgain
 from content import checkers
 from content.loader import line_finder
 from content.schema import CodeCard, Deck

@@ -1,7 +1,7 @@
 """What to tell a learner, decided once for every front end: after an attempt, and the card
 text both front ends show the same way (option letters, numbered blanks, kind labels).
 
-The engine's `Verdict` says what happened; `feedback()` turns it into the decisions a
+The engine's `Verdict` says what happened; `feedback_of()` turns it into the decisions a
 learner sees (right or wrong, which mistakes, attempts left, whether the answer is
 revealed, the solution, the takeaway, the next review) as plain values. The terminal and
 Discord only format them.
@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
-from bot.engine.judging import mistakes_of
+from bot.engine.judging import correct_answer, mistakes_of
 from bot.engine.option_order import in_order
+from bot.engine.outcomes import Verdict
 from bot.engine.served import Served
-from bot.engine.tutor import Verdict, correct_answer
 from content.loader import AnyCard
 from content.safe_text import code_block, markdown
 from content.schema import BLANK_RE, Chip, ChoiceCard, CodeCard, FillInCard, Option
@@ -141,7 +141,7 @@ def answer_text(answer: str, is_code: bool, letter: str | None = None,
     return f"{head}\n{code_block(code)}" if code else head
 
 
-def feedback(card: AnyCard, verdict: Verdict, today: date | None) -> Feedback:
+def feedback_of(card: AnyCard, verdict: Verdict, today: date | None) -> Feedback:
     finished = verdict.finished
     letters, key = {}, None
     if isinstance(card, ChoiceCard):

@@ -6,11 +6,13 @@ from __future__ import annotations
 from collections.abc import Collection
 from datetime import datetime, timedelta
 
+from bot.engine.errors import TutorError
 from bot.engine.misconceptions import LearnerMistake, learner_mistakes
-from bot.engine.tutor import Tutor, TutorError
+from bot.engine.tutor import Tutor
 from scheduler.choice import SchedulerName
 from scheduler.reminders import reschedule
 from scheduler.storage.models import Learner
+from scheduler.storage.store import Store
 from scheduler.studyday import resolve_zone
 
 # Setting: (lowest, highest). discord.py does not enforce a command's ranges when an
@@ -56,9 +58,8 @@ def checked(changes: dict) -> dict:
 
 
 class Learners:
-    def __init__(self, tutor: Tutor):
-        self.tutor = tutor
-        self.store = tutor.store
+    def __init__(self, tutor: Tutor, store: Store):
+        self.tutor, self.store = tutor, store
 
     def update_settings(self, learner: Learner, changes: dict) -> Learner:
         """Apply checked changes and reschedule the next reminder, in one write; a bad

@@ -8,6 +8,7 @@ from datetime import date
 
 from bot.engine.judging import Finding
 from bot.engine.served import Served
+from content.loader import AnyCard
 from scheduler.choice import Choice
 from scheduler.grading import MAX_ATTEMPTS
 
@@ -50,6 +51,10 @@ class Verdict:
     report: CodeReport | None = None
     # A code submission that ran no training: not judged, no attempt used.
     retry: bool = False
+    # Set by `Tutor.answer`: the card judged, and the learner's day it was judged on (in
+    # the calendar the card was served in), so a front end needs no call back.
+    card: AnyCard | None = None
+    today: date | None = None
 
     @property
     def attempts_left(self) -> int:

@@ -1,7 +1,7 @@
 """The decks a learner plays here: the one notion that serving, /stats, reminders,
 /practice topics, /insights and the /stats review buttons share (issue 25).
 
-In a server: the decks its admins enabled (`CommunityDecks.enabled`, the one place that
+In a server: the decks its admins enabled (`ServerDecks.enabled`, the one place that
 decides a server's choice: removed decks and decks no longer shared drop out there).
 Outside a server (a DM, a reminder): those of the server the learner used last
 (`guild_member.last_seen_at`; the same server whose scheduler applies there, see
@@ -10,18 +10,18 @@ Outside a server (a DM, a reminder): those of the server the learner used last
 
 from __future__ import annotations
 
-from bot.engine.community_decks import CommunityDecks
 from bot.engine.outcomes import Progress
 from bot.engine.served import Served
+from bot.engine.server_decks import ServerDecks
 from bot.engine.tutor import Tutor
 from content.loader import AnyCard, DeckLibrary
 from scheduler.storage.models import Learner
+from scheduler.storage.store import Store
 
 
 class Plays:
-    def __init__(self, tutor: Tutor):
-        self.tutor = tutor
-        self.community = CommunityDecks(tutor)
+    def __init__(self, tutor: Tutor, store: Store, server: ServerDecks):
+        self.tutor, self.store, self.server = tutor, store, server
         # Card ids by decks played, for the library they were read from: a reminder
         # sweep asks for thousands of learners who mostly play the same few deck lists.
         self._ids: tuple[DeckLibrary | None, dict[tuple[str, ...], frozenset[str]]] = (
@@ -31,7 +31,7 @@ class Plays:
         """The server whose decks count: this one, else the one the learner used last."""
         if guild_id is not None:
             return guild_id
-        return self.tutor.store.servers.last_guild(learner_id)
+        return self.store.servers.last_guild(learner_id)
 
     def decks(self, learner_id: int, guild_id: int | None) -> list[str]:
         """The deck ids this learner plays here, in the server's order."""
@@ -40,9 +40,9 @@ class Plays:
     def server_decks(self, guild_id: int | None) -> list[str]:
         """The deck ids a server plays (None: no server, the bundled decks)."""
         if guild_id is None:
-            self.tutor.decks.refresh()
-            return list(self.tutor.decks.bundled.decks)
-        return self.community.enabled(guild_id)
+            self.server.live.refresh()
+            return list(self.server.default())
+        return self.server.enabled(guild_id)
 
     def cards(self, learner_id: int, guild_id: int | None,
               topic: str | None = None) -> list[AnyCard]:

@@ -21,8 +21,6 @@ from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
 from typing import Protocol
 
-from bot.engine.plays import Plays
-from bot.engine.tutor import Tutor
 from scheduler.choice import resolve
 from scheduler.reminders import BACKOFF_AFTER, Claimed, next_reminder, reminder_hour
 from scheduler.storage.models import Learner
@@ -121,14 +119,6 @@ class ReminderSweep:
         self.limiter = limiter or RateLimiter(20.0)
         self.batch = batch
         self.servable = servable
-
-    @classmethod
-    def for_tutor(cls, tutor: Tutor, sender: Sender) -> ReminderSweep:
-        """A sweep over the tutor's store, on its clock, counting only the cards the
-        learner's Review now serves: those of the decks of the server they used last."""
-        plays = Plays(tutor)
-        return cls(tutor.store, sender, clock=tutor.clock,
-                   servable=lambda learner_id: plays.card_ids(learner_id, None))
 
     async def run(self) -> SweepReport:
         """Claim every due reminder and deal with each; one failure never stops the rest."""

@@ -22,40 +22,31 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from bot.engine.plays import Plays
-from bot.engine.served import Served
-from bot.engine.tutor import (
+from bot.engine.errors import (
     AlreadyCounted,
+    Finished,
+    Gone,
     InvalidAnswer,
-    Response,
+    NotYours,
     StaleCard,
     TryAgain,
-    Tutor,
     TutorError,
-    Verdict,
 )
+from bot.engine.judging import Response
+from bot.engine.outcomes import Verdict
+from bot.engine.plays import Plays
+from bot.engine.served import Served
+from bot.engine.tutor import Tutor
 from content.loader import AnyCard
 from content.schema import ChoiceCard, CodeCard, FillInCard
 from scheduler.storage.models import Learner
-from scheduler.storage.store import Advance
+from scheduler.storage.store import Advance, Store
 
 RECENT_CARDS = 4096  # served cards kept in memory for their next click (~2 KB each)
 # Lost compare-and-sets one click may be judged again after: a hint, free code retries and
 # deck versions stored meanwhile; never reached by a learner's clicks alone.
 LOST_RACES = 8
 T = TypeVar("T")
-
-
-class Gone(TutorError):
-    """No such served card (never served, or forgotten)."""
-
-
-class NotYours(TutorError):
-    pass
-
-
-class Finished(TutorError):
-    """The card was answered: the click changed nothing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,10 +83,8 @@ class _Recent:
 class ServedCards:
     """The store's served cards, read and moved only under each click's checks."""
 
-    def __init__(self, tutor: Tutor):
-        self.tutor = tutor
-        self.store = tutor.store
-        self.plays = Plays(tutor)
+    def __init__(self, tutor: Tutor, store: Store, plays: Plays):
+        self.tutor, self.store, self.plays = tutor, store, plays
         self._recent = _Recent()
 
     def serve(self, learner: Learner, *, mode: str = "auto", topic: str | None = None,
@@ -117,15 +106,12 @@ class ServedCards:
         self._recent.take(serve_id)  # whatever this click does, the store has it after
         row = self.store.served.load(serve_id)
         if row is None:
-            raise Gone("This card is no longer available. Use **/review** or **/learn** for "
-                       "a new one.")
+            raise Gone
         served = Served.from_json(row.served)
         if row.owner != _external_id(learner):
-            raise NotYours("This card was served to someone else. Use **/review** to get "
-                           "your own.")
+            raise NotYours
         if row.finished:
-            raise Finished("This card was already answered. Press **Next card** or use "
-                           "**/review**.")
+            raise Finished
         try:
             card = self.tutor.card(served)
         except StaleCard:  # the deck changed under it: it can never be answered now

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from bot.engine.tutor import Tutor, TutorError
+from bot.engine.errors import TutorError
+from bot.engine.tutor import Tutor
 from scheduler.choice import Choice, SchedulerName, resolve
 from scheduler.storage.models import GuildSettings
+from scheduler.storage.store import Store
 from scheduler.studyday import resolve_zone
 
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
@@ -15,9 +17,8 @@ class BadServerSetting(TutorError):
 
 
 class Servers:
-    def __init__(self, tutor: Tutor):
-        self.tutor = tutor
-        self.store = tutor.store
+    def __init__(self, tutor: Tutor, store: Store):
+        self.tutor, self.store = tutor, store
 
     def settings(self, guild_id: int) -> GuildSettings:
         return self.store.servers.settings(guild_id)

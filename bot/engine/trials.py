@@ -17,7 +17,7 @@ import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterator
 
-from bot.engine.tutor import TutorError
+from bot.engine.errors import TutorError
 
 TRIALS_PER_HOUR = 6  # a server's uploads with exercises, tried or not
 TRIALS_AT_ONCE = 2  # servers' trials at once in this process: the trial threads

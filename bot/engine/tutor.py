@@ -1,5 +1,5 @@
-"""The tutor engine: which card next, is this answer right, what was the mistake, and
-when to review again. Discord-free; every front end (terminal, Discord) calls only this.
+"""The engine's core (`Tutor`): which card next, is this answer right, what was the
+mistake, and when to review again. Front ends reach it through `bot.engine.Engine`.
 
 Time is injected (`clock`), never read here. A served card is an immutable `Served` value
 (`bot/engine/served.py`) that carries its own attempt state, so a front end can keep it anywhere
@@ -19,16 +19,12 @@ from bot.engine.errors import (
     AlreadyCounted,
     InvalidAnswer,
     NeedsSandbox,
-    NotJudged,
     RepeatedAnswer,
     StaleCard,
-    TryAgain,
-    TutorError,
 )
 from bot.engine.judging import (
     Finding,
     Response,
-    correct_answer,
     judge_choice,
     judge_fill_in,
     mistakes_of,
@@ -49,12 +45,6 @@ from scheduler.sm2 import NEW, SM2State, review
 from scheduler.storage.models import Learner
 from scheduler.storage.store import Advance, ReviewRecord, ServedMoved, StaleReview, Store
 from scheduler.studyday import due_day, study_day
-
-# The engine's public face: front ends import these from here.
-__all__ = ["CODE_POLICY", "FREE_RETRIES", "AlreadyCounted", "CodeReport", "Finding",
-           "InvalidAnswer", "MAX_ATTEMPTS", "Mode", "NeedsSandbox", "NotJudged", "Progress",
-           "RepeatedAnswer", "Response", "StaleCard", "TryAgain", "Tutor", "TutorError",
-           "Verdict", "correct_answer"]
 
 # Writing a loop takes minutes, not seconds: a passing first submission within 5 minutes
 # is a 5, within 15 a 4, slower a 3.
@@ -87,16 +77,6 @@ class Tutor:
         """The learner with this external id, created on first contact."""
         return self.store.learners.get_or_create(external_id, display_name=display_name,
                                                  now=self.clock())
-
-    @property
-    def database_waits(self) -> bool:
-        """Whether a database call waits on a server (network, commit flush) rather than
-        only using CPU (SQLite): front ends with an event loop run such calls elsewhere."""
-        return self.store.on_server
-
-    def database_ok(self) -> bool:
-        """Whether the store answers (for health checks)."""
-        return self.store.ping()
 
     def today(self, learner: Learner) -> date:
         return study_day(self.clock(), learner.timezone, learner.rollover_hour)
@@ -235,8 +215,15 @@ class Tutor:
         in the same transaction, under a compare-and-set on its moves and on the version of
         the deck it was judged on; AlreadyCounted if that lost (another move got there
         first, or this process's library is behind the deck). `report`: a code answer's,
-        judged already (`code_report`), recorded again after a lost write."""
+        judged already (`code_report`), recorded again after a lost write. The verdict
+        carries what a front end shows: the card, and the learner's day in the calendar
+        the card was served in (the one its review is recorded in)."""
         card, deck = self.decks.served_card(served.card_id, served.card_rev)
+        verdict = self._judge(served, card, deck, response, stored, report)
+        return replace(verdict, card=card, today=self.served_today(verdict.served))
+
+    def _judge(self, served: Served, card: AnyCard, deck: DeckAt, response: Response,
+               stored: bool, report: CodeReport | None) -> Verdict:
         if served.attempts >= MAX_ATTEMPTS:
             raise StaleCard("This card was already answered.")
         if isinstance(card, CodeCard):

@@ -9,6 +9,7 @@ from bot.discord_ui.client import TutorBot
 from bot.engine.community_decks import CommunityDecks
 from bot.engine.tutor import Tutor
 from content.loader import DeckLibrary
+from tests.helpers.engines import engine_of
 
 
 @pytest.fixture(scope="session")
@@ -28,7 +29,7 @@ def bot_tutor(tutor) -> Tutor:
 
 @pytest.fixture
 def simcord_bot(bot_tutor) -> TutorBot:
-    return TutorBot(bot_tutor)
+    return TutorBot(engine_of(bot_tutor))
 
 
 @pytest.fixture
@@ -51,4 +52,4 @@ def admin(world, simcord_env):
 
 @pytest.fixture
 def decks(bot_tutor) -> CommunityDecks:
-    return CommunityDecks(bot_tutor)
+    return engine_of(bot_tutor).decks

@@ -12,8 +12,8 @@ import pytest
 from bot.discord_ui import components as c
 from bot.discord_ui.render import card_embed, card_view, feedback_embed, next_view
 from bot.engine.served import preview
-from bot.engine.served_cards import ServedCards
 from content.schema import ChoiceCard, CodeCard, FillInCard
+from tests.helpers.engines import engine_of
 
 AT = datetime(2026, 12, 4, tzinfo=UTC)
 
@@ -101,7 +101,7 @@ def test_more_than_discord_holds_is_refused_before_sending():
 def test_a_card_s_and_a_verdict_s_embeds_are_the_json_discord_py_would_write(tutor):
     """Their JSON is built from the fields they set (cheaper): discord.py's own to_dict
     gives the same, for a card before and after its hint, and each kind of verdict."""
-    play = ServedCards(tutor)
+    play = engine_of(tutor).cards
     learner = tutor.learner("discord:1")
     playing = play.serve(learner, card_id="gradient-accumulation/purpose")
     card, served = playing.card, playing.served

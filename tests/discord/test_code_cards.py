@@ -9,9 +9,11 @@ from __future__ import annotations
 import pytest
 
 from bot.discord_ui.client import TutorBot
-from bot.engine.tutor import CodeReport, Tutor
+from bot.engine import CodeReport
+from bot.engine.tutor import Tutor
 from tests.helpers.clock import store_now
 from tests.helpers.discord import custom_ids, verdict_message
+from tests.helpers.engines import engine_of
 
 SCALED = "for x, y in dataloader:\n    loss = criterion(model(x), y) / accumulation_steps\n"
 
@@ -29,7 +31,7 @@ def code_tutor(store, mini_library, clock) -> Tutor:
 
 @pytest.fixture
 def simcord_bot(code_tutor) -> TutorBot:
-    return TutorBot(code_tutor)
+    return TutorBot(engine_of(code_tutor))
 
 
 async def test_the_modal_takes_code_and_the_verdict_explains_the_mistake(world, store,
@@ -59,7 +61,7 @@ async def test_a_modal_opened_before_a_restart_is_still_judged(world, simcord_en
     _, channel, ann, _ = world
     card = (await ann.slash(channel, "practice", topic="loop")).response
     shown = await ann.click(card, label="Write code")
-    await simcord_env.restart_bot(TutorBot(code_tutor))
+    await simcord_env.restart_bot(TutorBot(engine_of(code_tutor)))
     result = await ann.submit_modal(shown, {"code": SCALED})
     assert verdict_message(result).embeds[0].title == "Correct!"
 

@@ -10,13 +10,14 @@ import pytest
 
 from bot.discord_ui.client import TutorBot
 from tests.helpers.discord import custom_ids, final, text_of, untouched, verdict_message
+from tests.helpers.engines import engine_of
 from tests.helpers.exercises import EXAMPLE, MISTAKEN, UNLABELLED
 
 
 @pytest.fixture
 def simcord_bot(bot_tutor, sandbox_judge) -> TutorBot:
     bot_tutor.code_judge = sandbox_judge
-    return TutorBot(bot_tutor)
+    return TutorBot(engine_of(bot_tutor))
 
 
 async def upload_example(admin, channel) -> str:

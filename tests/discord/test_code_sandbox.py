@@ -6,6 +6,7 @@ import pytest
 
 from bot.discord_ui.client import TutorBot
 from tests.helpers.discord import choose, custom_ids, pick_and_submit, verdict_message
+from tests.helpers.engines import engine_of
 from tests.helpers.hostile import HOSTILE, assert_quoted
 from tests.helpers.train_loop import REFERENCE
 
@@ -22,7 +23,7 @@ for i, (inputs, labels) in enumerate(dataloader):
 @pytest.fixture
 def simcord_bot(bot_tutor, sandbox_judge) -> TutorBot:
     bot_tutor.code_judge = sandbox_judge
-    return TutorBot(bot_tutor)
+    return TutorBot(engine_of(bot_tutor))
 
 
 async def train_loop_card(ann, channel):

@@ -10,12 +10,12 @@ from concurrent.futures import ThreadPoolExecutor
 import discord
 import simcord.actors
 
-from bot.engine.community_decks import CommunityDecks
 from bot.engine.tutor import Tutor
 from scheduler.storage.db import make_engine
 from scheduler.storage.decks import DeckQueries
 from scheduler.storage.store import Store
 from tests.helpers.discord import final
+from tests.helpers.engines import engine_of
 from tests.helpers.paths import FIXTURES
 
 DECK = (FIXTURES / "community.yaml").read_text(encoding="utf-8")
@@ -88,8 +88,8 @@ async def test_five_uploads_at_once_are_all_enabled(world, simcord_env, decks, d
 
     monkeypatch.setattr(DeckQueries, "get", get)
     tutor = decks.tutor
-    shard = CommunityDecks(Tutor(Store(make_engine(db_url)), tutor.decks.bundled,
-                                 clock=tutor.clock))
+    shard = engine_of(Tutor(Store(make_engine(db_url)), tutor.decks.bundled,
+                                 clock=tutor.clock)).decks
     ids = [f"deck-{i}" for i in range(5)]
     with ThreadPoolExecutor(4) as pool:
         others = [pool.submit(shard.upload, guild.id, f"{d}.yaml", renamed(d), "boss")

@@ -7,10 +7,10 @@ from __future__ import annotations
 import discord
 import pytest
 
-from bot.engine.community_decks import CommunityDecks
 from bot.engine.tutor import Tutor
 from content.loader import DeckLibrary, parse_deck
 from tests.helpers.discord import final, pings_nobody, untouched
+from tests.helpers.engines import engine_of
 from tests.helpers.paths import COMMUNITY_DECK as DECK
 
 FAKE = "**Played here**"
@@ -40,13 +40,13 @@ MULTILINE = {  # the file, the line and what it names
 async def test_a_title_on_several_lines_is_refused(world, simcord_env, bot_tutor, case):
     guild, channel, *_ = world
     text, line, what = MULTILINE[case]
-    before = CommunityDecks(bot_tutor).summaries(guild.id)
+    before = engine_of(bot_tutor).decks.summaries(guild.id)
     up = final(await admin_of(simcord_env, guild).slash(
         channel, "deck upload", file=("evil.yaml", text.encode())))
     assert up.content.startswith("**evil.yaml** was refused: The deck has problems")
     assert f"\nline {line}: {what} must be one line: titles are shown inside lists" in (
         up.content), up.content
-    untouched(CommunityDecks(bot_tutor), guild.id, before)
+    untouched(engine_of(bot_tutor).decks, guild.id, before)
 
 
 async def test_a_public_decks_title_shows_as_written_in_another_server(world, simcord_env):

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from bot.discord_ui.reminders import DiscordReminderSender
-from bot.engine.reminders import ReminderSweep
 from tests.helpers.discord import choose, learner_of, pick_and_submit
+from tests.helpers.engines import engine_of
 from tests.helpers.paths import FIXTURES
 
 DECK = (FIXTURES / "community.yaml").read_text(encoding="utf-8")
@@ -60,7 +60,7 @@ async def remind(ann, channel, store, clock, simcord_env, tutor):
     await ann.slash(channel, "settings", reminders=True, timezone="UTC", reminder_hour=18)
     clock.advance(days=1)
     store.learners.update(learner_of(store, ann).id, next_reminder_at=clock.now)
-    return await ReminderSweep.for_tutor(tutor, DiscordReminderSender(simcord_env.bot)).run()
+    return await engine_of(tutor).reminder_sweep(DiscordReminderSender(simcord_env.bot)).run()
 
 
 # -- point 1: /stats ---------------------------------------------------------------------

@@ -5,13 +5,14 @@ from __future__ import annotations
 import pytest
 
 from bot.discord_ui.client import TutorBot, intents
+from tests.helpers.engines import engine_of
 
 DEV_GUILD = 1_200_000_000_000_000_000
 
 
 @pytest.fixture
 def simcord_bot(bot_tutor) -> TutorBot:
-    return TutorBot(bot_tutor, dev_guild_id=DEV_GUILD)
+    return TutorBot(engine_of(bot_tutor), dev_guild_id=DEV_GUILD)
 
 
 async def test_commands_are_synced_to_the_dev_guild_only(simcord_env):

@@ -12,6 +12,7 @@ from bot.engine.tutor import Tutor
 from content.loader import DeckLibrary, parse_deck
 from tests.helpers.clock import store_now
 from tests.helpers.discord import choose, verdict_message
+from tests.helpers.engines import engine_of
 from tests.helpers.hostile import HOSTILE, SAFE_LINE, assert_inert, assert_quoted, judge
 from tests.helpers.paths import FIXTURES
 from tests.helpers.records import record
@@ -36,7 +37,7 @@ def hostile_deck():
 @pytest.fixture
 def simcord_bot(store, mini_library, clock) -> TutorBot:
     library = DeckLibrary([*mini_library.decks.values(), hostile_deck()])
-    return TutorBot(Tutor(store, library, clock=clock, code_judge=judge))
+    return TutorBot(engine_of(Tutor(store, library, clock=clock, code_judge=judge)))
 
 
 def assert_nobody_pinged(simcord_env) -> None:

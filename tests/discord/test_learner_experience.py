@@ -11,9 +11,11 @@ from __future__ import annotations
 import pytest
 
 from bot.discord_ui.client import TutorBot
-from bot.engine.tutor import FREE_RETRIES, CodeReport, Tutor
+from bot.engine import FREE_RETRIES, CodeReport
+from bot.engine.tutor import Tutor
 from tests.helpers.clock import store_now
 from tests.helpers.discord import custom_ids, verdict_message
+from tests.helpers.engines import engine_of
 
 SCALED = "for x, y in dataloader:\n    loss = criterion(model(x), y) / accumulation_steps\n"
 TYPO = "for x, y in dataloader:\n    lossy.backward()\n"
@@ -34,7 +36,7 @@ def code_tutor(store, mini_library, clock) -> Tutor:
 
 @pytest.fixture
 def simcord_bot(code_tutor) -> TutorBot:
-    return TutorBot(code_tutor)
+    return TutorBot(engine_of(code_tutor))
 
 
 def labels(message) -> list[str]:
@@ -76,7 +78,7 @@ async def test_free_runs_are_counted_across_a_restart_then_a_run_counts(simcord_
         reply = dee.dm_channel.last_message.embeds[0]
         assert reply.title == NOT_JUDGED
         if used == 1:
-            await simcord_env.restart_bot(TutorBot(code_tutor))
+            await simcord_env.restart_bot(TutorBot(engine_of(code_tutor)))
     assert "From now on a run counts even if it stops before training." in reply.description
     assert "Write code" in dm_labels(dee.dm_channel.last_message)
     await dee.send_dm(f"```py\n{TYPO}```")

@@ -11,6 +11,7 @@ from bot.discord_ui.client import TutorBot
 from bot.engine.tutor import Tutor
 from tests.helpers.clock import store_now
 from tests.helpers.discord import custom_ids, verdict_message
+from tests.helpers.engines import engine_of
 from tests.helpers.faults import FAULTS, FaultyJudge
 from tests.helpers.train_loop import REFERENCE
 
@@ -24,7 +25,7 @@ def judge(request):
 
 @pytest.fixture
 def simcord_bot(store, mini_library, clock, judge) -> TutorBot:
-    return TutorBot(Tutor(store, mini_library, clock=clock, code_judge=judge))
+    return TutorBot(engine_of(Tutor(store, mini_library, clock=clock, code_judge=judge)))
 
 
 def told_not_judged(message) -> None:

@@ -14,6 +14,7 @@ from tests.helpers.discord import (
     shown_options,
     still_showing,
 )
+from tests.helpers.engines import engine_of
 
 PURPOSE = "gradient-accumulation/purpose"  # the "concept" topic's multiple-choice card
 
@@ -69,7 +70,7 @@ async def test_every_rendering_of_a_served_card_shows_the_same_order(world, simc
     stale = await ann.click(card, label=letter_for(card, second_wrong))
     assert "as it stands" in stale.response.content
     assert (shown_options(stale.response), button_ids(stale.response)) == (listed, buttons)
-    await simcord_env.restart_bot(TutorBot(bot_tutor))
+    await simcord_env.restart_bot(TutorBot(engine_of(bot_tutor)))
     done = await ann.click(stale.response,
                            label=letter_for(stale.response, "split-batch-to-save-memory"))
     assert done.response.embeds[1].title == "Correct, on attempt 2."

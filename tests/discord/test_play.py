@@ -8,7 +8,6 @@ import copy
 import sqlalchemy as sa
 
 from bot.discord_ui.client import TutorBot
-from bot.engine.community_decks import CommunityDecks
 from bot.engine.tutor import Tutor
 from scheduler.storage.db import make_engine
 from scheduler.storage.served import served_t
@@ -24,6 +23,7 @@ from tests.helpers.discord import (
     still_showing,
     store_now,
 )
+from tests.helpers.engines import engine_of
 
 ZERO_GRAD = "gradient-accumulation/zero-grad"
 # The options of the "concept" topic's card (gradient-accumulation/purpose) these tests pick.
@@ -171,7 +171,7 @@ async def test_a_click_on_an_outdated_attempt_is_not_counted_twice(world, store)
 async def test_cards_still_answer_after_a_restart(world, simcord_env, store, bot_tutor):
     _, channel, ann, _ = world
     card = (await ann.slash(channel, "practice", topic="concept")).response
-    await simcord_env.restart_bot(TutorBot(bot_tutor))
+    await simcord_env.restart_bot(TutorBot(engine_of(bot_tutor)))
     result = await choose(ann, card, RIGHT)
     assert result.response.embeds[1].title == "Correct!"
     assert len(store.reviews.on_day(learner_of(store, ann).id, store_now().date())) == 1
@@ -185,7 +185,8 @@ async def test_a_card_changed_since_serving_is_stale(world, store, simcord_env, 
     with store.engine.begin() as conn:  # as if served before the card's content changed
         conn.execute(served_t.update().where(served_t.c.serve_id == sid)
                      .values(served={**served, "card_rev": served["card_rev"] - 1}))
-    await simcord_env.restart_bot(TutorBot(bot_tutor))  # by a process that knew that deck
+    # by a process that knew that deck:
+    await simcord_env.restart_bot(TutorBot(engine_of(bot_tutor)))
     result = await choose(ann, card, RIGHT)
     assert "changed since it was served" in result.response.embeds[0].description
     assert custom_ids(result.response) == ["srs:next:auto"]
@@ -255,13 +256,13 @@ async def test_a_card_another_process_changed_is_stale_here_before_this_one_look
     """Issue 36 (5): this bot's library is up to 30 s behind a version another process
     stored; a click on the option that version removed is not judged on the old one."""
     guild, channel, ann, _ = world
-    CommunityDecks(bot_tutor).upload(guild.id, "deck.yaml", deck_yaml(), "ann")
+    engine_of(bot_tutor).decks.upload(guild.id, "deck.yaml", deck_yaml(), "ann")
     card = (await ann.slash(channel, "practice", topic="devices")).response
     while card.embeds[0].footer.text.rsplit(" ", 1)[-1] != "upload-basics/move":
         await pick_and_submit(ann, card, {"attr": "shape"})
         card = (await ann.slash(channel, "practice", topic="devices")).response
     other = Tutor(Store(make_engine(db_url)), deck_library, clock=clock)
-    CommunityDecks(other).upload(guild.id, "deck.yaml", deck_yaml(without_same), "bob")
+    engine_of(other).decks.upload(guild.id, "deck.yaml", deck_yaml(without_same), "bob")
     other.store.close()
     other.store.engine.dispose()
     result = await choose(ann, card, "same")

@@ -10,6 +10,7 @@ from bot.discord_ui.client import TutorBot
 from bot.discord_ui.reminders import SWEEP_EVERY_S, DiscordReminderSender
 from bot.engine.reminders import ReminderSweep
 from tests.helpers.discord import learner_of, pick_and_submit
+from tests.helpers.engines import engine_of
 
 
 async def due_reminder(ann, channel, store, clock):
@@ -81,7 +82,7 @@ async def test_closed_dms_go_to_the_servers_reminder_channel(world, simcord_env,
 
 
 async def test_the_sweep_runs_every_minute_in_the_bot(bot_tutor):
-    bot = TutorBot(bot_tutor, reminders=True)
+    bot = TutorBot(engine_of(bot_tutor), reminders=True)
     bot.reminders.start()
     try:
         job = bot.reminders.scheduler.get_job("reminder-sweep")

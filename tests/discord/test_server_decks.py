@@ -9,13 +9,14 @@ import pytest
 from bot.discord_ui.client import TutorBot
 from bot.engine.tutor import Tutor
 from content.loader import DECKS_DIR, DeckLibrary
+from tests.helpers.engines import engine_of
 from tests.helpers.paths import FIXTURES
 
 
 @pytest.fixture
 def simcord_bot(store, clock) -> TutorBot:
     library = DeckLibrary.load([DECKS_DIR, FIXTURES / "mini.yaml"])
-    return TutorBot(Tutor(store, library, clock=clock))
+    return TutorBot(engine_of(Tutor(store, library, clock=clock)))
 
 
 async def test_admins_choose_the_decks_a_server_plays(world, simcord_env, store):

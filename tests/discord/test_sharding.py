@@ -6,11 +6,12 @@ import pytest
 
 from bot.discord_ui.client import ShardedTutorBot, TutorBot
 from bot.settings import Settings
+from tests.helpers.engines import engine_of
 
 
 @pytest.fixture
 def simcord_bot(bot_tutor) -> ShardedTutorBot:
-    return ShardedTutorBot(bot_tutor, shard_count=2)
+    return ShardedTutorBot(engine_of(bot_tutor), shard_count=2)
 
 
 @pytest.mark.simcord(shard_count=2)

@@ -12,7 +12,8 @@ import pytest
 
 from bot.discord_ui.client import TutorBot
 from bot.discord_ui.replies import APOLOGY
-from bot.engine.tutor import CodeReport, Tutor
+from bot.engine import CodeReport
+from bot.engine.tutor import Tutor
 from content.schema import FillInCard
 from tests.helpers.decks import renamed
 from tests.helpers.discord import (
@@ -24,6 +25,7 @@ from tests.helpers.discord import (
     text_of,
     verdict_message,
 )
+from tests.helpers.engines import engine_of
 from tests.helpers.paths import FIXTURES
 
 DECK = (FIXTURES / "community.yaml").read_text(encoding="utf-8")
@@ -86,8 +88,8 @@ def code_tutor(store, mini_library, clock) -> Tutor:
 @pytest.fixture
 def simcord_bot(request, bot_tutor) -> TutorBot:
     if "code_tutor" in request.fixturenames:
-        return TutorBot(request.getfixturevalue("code_tutor"))
-    return TutorBot(bot_tutor)
+        return TutorBot(engine_of(request.getfixturevalue("code_tutor")))
+    return TutorBot(engine_of(bot_tutor))
 
 
 async def test_a_mistake_the_deck_does_not_register_is_told_in_the_checkers_words(

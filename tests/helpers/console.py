@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable
 
 from bot.terminal import Console
+from tests.helpers.engines import engine_of
 
 # "  A) text" lines (an option each), or one line of chips: "  A) zero_grad   B) step".
 _ITEM = re.compile(r"(?:^  |   )([A-Z])\) (.*?)(?=   [A-Z]\) |$)", re.M)
@@ -47,5 +48,5 @@ def typed(tutor, lines: list, learner_name: str = "sam", deck_id: str = "mini",
         out.write(line + "\n")
         return line
 
-    assert Console(tutor, learner, deck_id, out=out, read=read, **options).run() == 0
+    assert Console(engine_of(tutor), learner, deck_id, out=out, read=read, **options).run() == 0
     return out.getvalue()

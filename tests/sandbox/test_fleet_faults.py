@@ -10,10 +10,9 @@ import time
 
 import pytest
 
-from bot.app import start_sandbox
-from bot.engine.served_cards import ServedCards
-from bot.engine.tutor import NotJudged
+from bot.engine import NotJudged
 from bot.sandbox.client import SandboxBusy
+from tests.helpers.engines import engine_of, judged_by
 from tests.helpers.fleet import Host, client_timing, fleet_client, wait_for_hosts
 from tests.helpers.sandbox import sleeping_child, wait_until
 from tests.helpers.train_loop import REFERENCE
@@ -27,7 +26,7 @@ def code_card_play(tutor):
     """Serve the mini deck's code card to a learner: (answer it with code as Discord
     does, the card in play)."""
     def serve():
-        play = ServedCards(tutor)
+        play = engine_of(tutor).cards
         learner = tutor.learner("discord:7")
         playing = play.serve(learner, mode="practice", card_id="mini/loop")
         return lambda code: play.judge_code(playing, code, learner), playing
@@ -40,7 +39,7 @@ async def test_no_host_for_three_beats_refuses_and_records_nothing(redis, tutor,
     # reported in for three beats refuses at once; the first run, sent before that, is
     # answered then rather than at its patience (58 s here).
     timing = client_timing()
-    sandbox = start_sandbox(tutor, redis.bot_url, timing=timing)
+    sandbox = judged_by(tutor, redis.bot_url, timing=timing)
     try:
         answer, playing = code_card_play()
         for _ in range(2):
@@ -82,7 +81,7 @@ async def test_runs_waiting_when_the_last_host_dies_are_answered_then(redis):
 async def test_a_bot_started_while_redis_is_away_turns_code_cards_on_when_it_answers(
         redis, tutor, code_card_play, caplog):
     redis.stop(kill=True)
-    sandbox = start_sandbox(tutor, redis.bot_url)
+    sandbox = judged_by(tutor, redis.bot_url)
     host = None
     try:
         assert sandbox is not None and tutor.code_judge is not None
@@ -110,7 +109,7 @@ async def test_a_bot_started_while_redis_is_away_turns_code_cards_on_when_it_ans
 
 async def test_redis_away_mid_session_costs_nothing_and_mends(redis, tutor, code_card_play):
     host = Host(redis)
-    sandbox = start_sandbox(tutor, redis.bot_url)
+    sandbox = judged_by(tutor, redis.bot_url)
     try:
         await wait_until(lambda: asyncio.run_coroutine_threadsafe(
             sandbox.client.hosts(fresh=True), sandbox.loop).result(10)["cpu"],
