@@ -2,9 +2,10 @@
 
 Every graded review keeps SM-2 and FSRS states side by side (bot/engine/tutor.py `_finish`), so
 switching schedulers changes only which due day counts. This module is the log-side
-definition of those states: the migration that added FSRS (0007) derived existing cards'
-FSRS states with it, and tests hold the live states to it, so a switch (and a switch back)
-loses nothing.
+definition of those states: tests hold the live states to it, so a switch (and a switch back)
+loses nothing. The migration that added FSRS (0007) derived existing cards' FSRS states the
+same way, from its own frozen copy of this code (issue 38.6): changing this module does not
+change that migration.
 
 Only scheduling reviews (kinds new and review) move a state; a review logged with `restart`
 (the card's content changed) starts it over first, as serving it did.

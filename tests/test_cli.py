@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
 import sys
+
+import pytest
 
 from content.loader import load_deck
 from content.schema import json_schema
@@ -137,3 +141,79 @@ def test_check_and_sandbox_run_read_the_code_file_as_an_upload(tmp_path):
         assert ran.returncode == 1 and result["status"] == "refused"
         assert result["stderr"] == (f"{path}: the code file is {length}; at most 256 KiB "
                                     f"are accepted")
+
+
+def _open_on(path) -> list[str]:
+    """This process's file descriptors open on the database file or its WAL (Linux)."""
+    fds = "/proc/self/fd"
+    names = []
+    for fd in os.listdir(fds):
+        with contextlib.suppress(OSError):
+            names.append(os.readlink(f"{fds}/{fd}"))
+    return [n for n in names if n.startswith(str(path))]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads /proc/self/fd")
+def test_check_with_a_database_closes_it(tmp_path, monkeypatch, capsys):
+    """`tutor check --db` reads the stored decks and closes the store again (issue 38.6):
+    no connection left open on the file, and SQLite's WAL gone with the last one."""
+    from bot.cli.main import main
+
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    db, code = tmp_path / "decks.db", tmp_path / "large.py"
+    code.write_text("x = 1\n" * 50_000)  # refused before any sandbox starts
+    assert main(["check", "gradient-accumulation/train-loop", str(code), "--db", str(db),
+                 "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["status"] == "refused"
+    assert db.exists() and _open_on(db) == []
+    assert not (tmp_path / "decks.db-wal").exists()
+
+
+class _Sandbox:
+    stopped = False
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """`bot.app.build` and `bot.app.start_sandbox` counted; the sandbox a stand-in."""
+    import bot.app
+
+    calls = {"build": 0, "sandboxes": []}
+    real_build = bot.app.build
+
+    def build(*args, **kwargs):
+        calls["build"] += 1
+        return real_build(*args, **kwargs)
+
+    def start_sandbox(tutor, *args, **kwargs):
+        calls["sandboxes"].append(_Sandbox())
+        return calls["sandboxes"][-1]
+
+    monkeypatch.setattr(bot.app, "build", build)
+    monkeypatch.setattr(bot.app, "start_sandbox", start_sandbox)
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    return calls
+
+
+@pytest.mark.parametrize("sandbox", [True, False])
+def test_practice_builds_the_app_once(tmp_path, monkeypatch, capsys, counted, sandbox):
+    from bot.cli.main import main
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("q\n"))
+    argv = ["practice", "--db", str(tmp_path / "p.db"), "--learner", "ann"]
+    assert main(argv + ([] if sandbox else ["--no-sandbox"])) == 0
+    assert "practising as ann" in capsys.readouterr().out
+    assert counted["build"] == 1
+    assert [s.stopped for s in counted["sandboxes"]] == ([True] if sandbox else [])
+
+
+def test_practice_refuses_an_unknown_deck_before_any_sandbox_starts(tmp_path, capsys,
+                                                                    counted):
+    from bot.cli.main import main
+
+    assert main(["practice", "--db", str(tmp_path / "p.db"), "--deck", "nope"]) == 2
+    assert "No deck 'nope'" in capsys.readouterr().err
+    assert counted["build"] == 1 and counted["sandboxes"] == []

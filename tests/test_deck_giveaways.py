@@ -12,7 +12,6 @@ import copy
 
 import pytest
 
-from content import blind_solver
 from content.giveaways import (
     ALLOW_PRAGMA,
     METHOD_NAMES,
@@ -28,6 +27,7 @@ from content.giveaways import (
 from content.lint import check_deck
 from content.loader import DeckError, deck_files, parse_deck
 from content.schema import Deck
+from tests.helpers import blind_solver
 from tests.helpers.giveaway_decks import deck, fill_in, mcq, messages
 
 MAX_MARGIN = 0.15  # a trick may beat chance by at most 15 percentage points

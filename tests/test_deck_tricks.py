@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from content import blind_solver
 from content.giveaways import check_giveaways
-from content.odd_one_out import absolutes, alone_in, oddness, stem, stems
+from tests.helpers import blind_solver
 from tests.helpers.giveaway_decks import deck, fill_in, mcq, messages
+from tests.helpers.odd_one_out import absolutes, alone_in, oddness, stem, stems
 
 
 def scores(d, trick: str) -> list[float]:

@@ -4,6 +4,7 @@ what the review log replays to, so switching and switching back loses nothing.""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import random
 from datetime import date, datetime, timedelta
@@ -18,7 +19,7 @@ from content.loader import DeckLibrary, parse_deck
 from scheduler.choice import DEFAULT_SCHEDULER, DUE_KEYS, SchedulerName, resolve
 from scheduler.fsrs_review import FSRSState, rating_for, review_card_fsrs, review_fsrs
 from scheduler.replay import LoggedReview, backfill_fsrs, replay, replayed_states
-from scheduler.storage.db import downgrade, upgrade
+from scheduler.storage.db import MIGRATIONS_DIR, downgrade, upgrade
 from scheduler.storage.models import CardState, ReviewLog
 from tests.helpers.engines import engine_of
 from tests.helpers.paths import FIXTURES
@@ -184,6 +185,35 @@ def test_cards_reviewed_before_fsrs_get_their_state_from_the_log(tutor, store, c
             for s in store.reviews.states(learner.id)} == pytest.approx(expected)
     with store.engine.begin() as conn:
         assert backfill_fsrs(conn) == 0  # nothing left to derive
+
+
+def migration_0007():
+    (path,) = (MIGRATIONS_DIR / "versions").glob("0007_*.py")
+    spec = importlib.util.spec_from_file_location("migration_0007", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("seed", [5, 7])
+def test_the_migrations_frozen_backfill_still_equals_the_rules(tutor, store, clock, seed):
+    """0007 keeps its own copy of the backfill (issue 38.6); today it derives exactly what
+    scheduler.replay does. Should the rules change on purpose, this test is what changes."""
+    learner = tutor.learner("local:ann")
+    play_days(tutor, clock, learner, 15, seed=seed)
+    with store.engine.begin() as conn:  # a change of content: restarts in the log
+        conn.execute(sa.text("UPDATE review_log SET restart = true WHERE id % 7 = 3"))
+    derived = {}
+    for backfill in (backfill_fsrs, migration_0007()._backfill_fsrs):
+        with store.engine.begin() as conn:
+            conn.execute(sa.text("UPDATE card_state SET fsrs_stability = NULL, "
+                                 "fsrs_difficulty = NULL, fsrs_due_day = NULL"))
+            count = backfill(conn)
+        derived[backfill] = count, {
+            s.card_id: (s.fsrs_stability, s.fsrs_difficulty, s.fsrs_due_day)
+            for s in store.reviews.states(learner.id)}
+    rules, frozen = derived.values()
+    assert rules[0] > 0 and frozen == rules  # exactly equal, floats included
 
 
 def edited(library: DeckLibrary, card_rev: int) -> DeckLibrary:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import os
 import signal
@@ -24,6 +25,7 @@ from sqlmodel import SQLModel
 
 from scheduler.storage.db import (
     AUTOCHECKPOINT_PAGES,
+    MIGRATIONS_DIR,
     current_revision,
     downgrade,
     head_revision,
@@ -77,6 +79,23 @@ def test_upgrade_is_idempotent_and_downgrade_round_trips(tmp_path):
     upgrade(engine)
     assert {"learner", "card_state", "review_log", "guild_member"} <= set(
         sa.inspect(engine).get_table_names())
+
+
+def test_migrations_import_nothing_of_the_project():
+    """A migration is history: one that imported the rules (0007 once imported
+    scheduler.replay) would change silently with them (issue 38.6)."""
+    versions = sorted((MIGRATIONS_DIR / "versions").glob("*.py"))
+    assert any(p.name.startswith("0007_") for p in versions)
+    for path in versions:
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                imported |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                imported.add("." * node.level + (node.module or ""))
+        ours = {m for m in imported
+                if m.startswith(".") or m.split(".")[0] in ("bot", "content", "scheduler")}
+        assert not ours, f"{path.name} imports {sorted(ours)}"
 
 
 def test_learner_is_created_once(store):

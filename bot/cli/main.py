@@ -19,19 +19,28 @@ NO_TOKEN = (
 def cmd_practice(args) -> int:
     """Practise in the terminal: the bundled decks and the decks stored in the database
     (`tutor deck publish`), or one of them."""
-    from bot.app import build
+    from bot.app import build, start_sandbox
 
-    url, library = database_url(args.db), load_library()
-    with build(database_url=url, library=library, sandbox=False) as app:
-        problem = _practice_problem(app.tutor.library, args)  # before the sandbox starts
-    if problem:
-        print(problem, file=sys.stderr)
-        return 2
-    with build(database_url=url, library=library, sandbox=not args.no_sandbox) as app:
-        console = app.console(args.learner or getpass.getuser() or "me", args.deck,
-                              topic=args.topic, scheduler=args.scheduler,
-                              remediation=args.remediation)
-        return console.run()
+    # One app: the sandbox joins it once the deck and topic are known to exist.
+    with build(database_url=database_url(args.db), library=load_library(),
+               sandbox=False) as app:
+        problem = _practice_problem(app.tutor.library, args)
+        if problem:
+            print(problem, file=sys.stderr)
+            return 2
+        sandbox = None
+        if not args.no_sandbox:
+            settings = load_settings()
+            sandbox = start_sandbox(app.tutor, settings.sandbox_address,
+                                    settings.sandbox_allow_unbounded_memory)
+        try:
+            console = app.console(args.learner or getpass.getuser() or "me", args.deck,
+                                  topic=args.topic, scheduler=args.scheduler,
+                                  remediation=args.remediation)
+            return console.run()
+        finally:
+            if sandbox:
+                sandbox.stop()
 
 
 def _practice_problem(library, args) -> str | None:

@@ -168,10 +168,11 @@ def _decks(db: str | None):
     bundled = load_library()
     if db is None and not os.environ.get("DATABASE_URL"):
         return bundled
-    from bot.app import open_store, utc_now
-    from bot.engine.deck_library import LiveLibrary
+    from bot.app import build
 
-    return LiveLibrary(open_store(database_url(db)), bundled, utc_now).library
+    # The library read is all in memory: the store closes with the app, before any judging.
+    with build(database_url=database_url(db), library=bundled, sandbox=False) as app:
+        return app.tutor.library
 
 
 def cmd_check(args) -> int:

@@ -15,7 +15,7 @@ Tricks:
 - `topic_chip`: the choice sharing the most word stems with the deck's title and the card's
   topics ("accumulation_steps" in a gradient-accumulation deck): "pick the one named after
   the chapter".
-- `odd_one_out`: the choice most unlike the others (`content.odd_one_out`): the one that
+- `odd_one_out`: the choice most unlike the others (`tests.helpers.odd_one_out`): the one that
   alone differs in form (its lead word, a negation, a hedge such as "but only because", a
   cause, code or numbers, two clauses, its kind of chip) where the others agree, then the
   one sharing the fewest word stems with the rest.
@@ -29,8 +29,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from content.giveaways import chip_kind, slot_kind, words_with_parts
-from content.odd_one_out import absolutes, oddness, stems
 from content.schema import ChoiceCard, Deck, FillInCard
+from tests.helpers.odd_one_out import absolutes, oddness, stems
 
 TRICKS = ("longest", "echo", "slot_type", "topic_chip", "odd_one_out",
           "no_absolutes")
