@@ -19,28 +19,20 @@ NO_TOKEN = (
 def cmd_practice(args) -> int:
     """Practise in the terminal: the bundled decks and the decks stored in the database
     (`tutor deck publish`), or one of them."""
-    from bot.app import build, start_sandbox
+    from bot.app import build
 
-    # One app: the sandbox joins it once the deck and topic are known to exist.
+    # One app, its sandbox and judge built with it (a mistyped deck or topic costs the
+    # sandbox's start, about a second, and says so before any card).
     with build(database_url=database_url(args.db), library=load_library(),
-               sandbox=False) as app:
+               sandbox=False if args.no_sandbox else None) as app:
         problem = _practice_problem(app.tutor.library, args)
         if problem:
             print(problem, file=sys.stderr)
             return 2
-        sandbox = None
-        if not args.no_sandbox:
-            settings = load_settings()
-            sandbox = start_sandbox(app.tutor, settings.sandbox_address,
-                                    settings.sandbox_allow_unbounded_memory)
-        try:
-            console = app.console(args.learner or getpass.getuser() or "me", args.deck,
-                                  topic=args.topic, scheduler=args.scheduler,
-                                  remediation=args.remediation)
-            return console.run()
-        finally:
-            if sandbox:
-                sandbox.stop()
+        console = app.console(args.learner or getpass.getuser() or "me", args.deck,
+                              topic=args.topic, scheduler=args.scheduler,
+                              remediation=args.remediation)
+        return console.run()
 
 
 def _practice_problem(library, args) -> str | None:
