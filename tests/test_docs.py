@@ -9,7 +9,8 @@ table and column names, metric names, option values):
   named before it, or at the repository's root), a **dotted module path**
   (`bot.engine.tutor`, `content.checkers.mistakes`: the longest importable prefix, then
   attributes), the same inside fenced blocks (paths, and bare files and folders such as
-  `sim/` in the folders named earlier in the block), and every relative markdown link;
+  `sim/` in the folders named earlier in the block), and every relative markdown link (its
+  file, and its #anchor among the headings of that page);
 - docs/architecture.md, besides: **`Class.member`** (CamelCase head: a class of that name
   defined in bot/, content/ or scheduler/, found by scanning the source, imported, and
   having the member as an attribute, property, dataclass or model field, annotation or an
@@ -61,7 +62,7 @@ CONSTANT = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*")
 DOTTED = re.compile(rf"[a-z_]\w*(?:\.{ID})+")  # module.name, or an expression on a value
 SNAKE = re.compile(r"_*[a-z][a-z0-9]*(?:_[a-z0-9]+)+|_[a-z][a-z0-9]*")
 PATH_WITH_NAME = re.compile(rf"(?P<path>[\w.-]+(?:/[\w-]+)+)\.(?P<name>{ID})")
-FENCE = re.compile(r"^(```+|~~~+)[^\n]*\n(.*?)^\1[ \t]*$", re.M | re.S)
+FENCE = re.compile(r"^[ \t]*(```+|~~~+)[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.M | re.S)
 FENCE_WORD = re.compile(r"[\w./*-]+")
 HEADING = re.compile(r"^#{1,6} ", re.M)
 TICKS = re.compile(r"`+")
@@ -168,14 +169,22 @@ def spans(doc: Path, text: str) -> list[Span]:
     return found
 
 
-def links(text: str) -> list[tuple[int, str]]:
-    """Relative markdown link targets, with their lines."""
+def links(text: str) -> list[tuple[int, str, str]]:
+    """Relative markdown link targets (file, #anchor: either may be empty), with their lines."""
     out = []
     for number, line in enumerate(text.splitlines(), 1):
         for target in re.findall(r"\]\(([^)\s]+)\)", line):
-            if not re.match(r"[a-z]+:|#", target):
-                out.append((number, target.split("#")[0]))
+            if not re.match(r"[a-z]+:", target):
+                file, _, anchor = target.partition("#")
+                out.append((number, file, anchor))
     return out
+
+
+def anchors(text: str) -> set[str]:
+    """The anchors GitHub gives a page's headings (fenced blocks left out)."""
+    text = FENCE.sub("", text)
+    return {re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+            for heading in re.findall(r"^#{1,6} (.+)$", text, re.M)}
 
 
 # -- what the project defines ------------------------------------------------------------------
@@ -454,10 +463,15 @@ def problems(doc: Path, names: bool, text: str | None = None) -> tuple[list[str]
         rule, problem = result
         if problem:
             found.append(f"{span.where()} ({rule}): {problem}")
-    for line, target in links(text):
+    for line, file, anchor in links(text):
         checked += 1
-        if not (doc.parent / target).exists():
-            found.append(f"{doc.relative_to(REPO)}:{line}: link to {target}: no such file")
+        target = doc.parent / file if file else doc
+        where = f"{doc.relative_to(REPO)}:{line}: link to {file}{'#' if anchor else ''}{anchor}"
+        if not target.exists():
+            found.append(f"{where}: no such file")
+        elif anchor and target.suffix == ".md" and anchor not in anchors(
+                text if target == doc else target.read_text(encoding="utf-8")):
+            found.append(f"{where}: no such heading there")
     return found, checked
 
 
@@ -503,6 +517,8 @@ def _check_text(text: str) -> list[str]:
     ("```\nbot/bench/   the simulator (sim/), the bare bot (bare_bott.py)\n```", "bare_bott"),
     ("```\nbot/bench/   the simulator (simm/)\n```", "simm/"),
     ("[the sandbox](sandboxx.md)", "sandboxx.md"),
+    ("[limits](sandbox.md#sandbox-limitz)", "sandbox-limitz"),
+    ("## Here\n\n[here](#her)", "#her"),
 ])
 def test_a_stale_name_fails_naming_it_and_its_line(text, stale):
     found = _check_text("\n\n" + text)
