@@ -29,7 +29,7 @@ from bot.engine.served_cards import CardInPlay, ServedCards
 from bot.engine.tutor import TutorError
 from bot.observability import FLEET, REGISTRY
 from bot.sandbox.broker import GROUP, FleetTiming, Keys, connect
-from bot.sandbox.client import PROJECT_ROOT, service_environment
+from bot.sandbox.process import PROJECT_ROOT, service_environment
 from bot.sandbox.protocol import Limits
 from bot.sandbox.service import BROKER_VARIABLE
 

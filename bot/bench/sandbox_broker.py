@@ -21,8 +21,9 @@ import time
 from pathlib import Path
 
 from bot.bench.local_redis import LocalRedis
-from bot.sandbox.client import PROJECT_ROOT, SandboxClient, service_environment
+from bot.sandbox.client import SandboxClient
 from bot.sandbox.fleet_client import FleetClient
+from bot.sandbox.process import PROJECT_ROOT, service_environment
 from bot.sandbox.service import BROKER_VARIABLE
 
 CODE = "print(1)"  # the verdict path, not the learner's work: what the broker adds shows

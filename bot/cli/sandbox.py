@@ -102,7 +102,7 @@ def cmd_sandbox_serve(args) -> int:
 
     from bot.cli.common import load_settings
     from bot.sandbox.broker import is_broker
-    from bot.sandbox.client import PROJECT_ROOT, service_environment
+    from bot.sandbox.process import PROJECT_ROOT, service_environment
     from bot.sandbox.service import BROKER_VARIABLE
 
     settings = load_settings()

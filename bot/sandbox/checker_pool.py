@@ -17,7 +17,7 @@ import logging
 import sys
 from dataclasses import dataclass
 
-from bot.sandbox.client import PROJECT_ROOT, service_environment
+from bot.sandbox.process import PROJECT_ROOT, service_environment
 from bot.sandbox.verdict import signal_name
 
 log = logging.getLogger("sandbox.checkers")

@@ -16,18 +16,16 @@ import dataclasses
 import itertools
 import json
 import logging
-import os
 import sys
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable
-from pathlib import Path
 
 from bot.sandbox.behaviour import runs as behaviour_runs
+from bot.sandbox.process import PROJECT_ROOT, service_environment
 from bot.sandbox.protocol import Limits, RunResult, ServiceInfo, decode, encode, failed
 
 log = logging.getLogger(__name__)
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 RESTART_EVERY_S = 10.0
 
 
@@ -48,18 +46,6 @@ class SandboxBusy(Exception):
     def __init__(self, message: str, reason: str = "busy"):
         super().__init__(message)
         self.reason = reason
-
-
-def service_environment() -> dict[str, str]:
-    """Built from nothing: no token or other secret of the bot reaches the service."""
-    return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "LANG": "C.UTF-8",
-        "PYTHONPATH": str(PROJECT_ROOT),
-        "PYTHONUNBUFFERED": "1",
-        "PYTHONWARNINGS": "ignore",
-        "OMP_NUM_THREADS": "1",
-    }
 
 
 class SandboxClient:

@@ -16,8 +16,8 @@ import socket
 import subprocess
 import sys
 
-from bot.sandbox.client import PROJECT_ROOT
 from bot.sandbox.loop_io import ready
+from bot.sandbox.process import PROJECT_ROOT
 from bot.sandbox.protocol import Limits
 
 log = logging.getLogger("sandbox.worker")
