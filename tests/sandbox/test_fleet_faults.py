@@ -13,7 +13,7 @@ import pytest
 from bot.app import start_sandbox
 from bot.engine.served_cards import ServedCards
 from bot.engine.tutor import NotJudged
-from bot.sandbox.client import SandboxBusy
+from bot.sandbox.client.client import SandboxBusy
 from tests.helpers.fleet import Host, client_timing, fleet_client, wait_for_hosts
 from tests.helpers.sandbox import sleeping_child, wait_until
 from tests.helpers.train_loop import REFERENCE

@@ -17,8 +17,8 @@ import stat
 import sys
 from pathlib import Path
 
-from bot.sandbox import seccomp
-from bot.sandbox import syscalls as sc
+from bot.sandbox.jail import seccomp
+from bot.sandbox.jail import syscalls as sc
 from bot.sandbox.process import PROJECT_ROOT
 from bot.sandbox.protocol import Limits
 

@@ -31,7 +31,7 @@ RESTART_EVERY_S = 10.0
 
 async def connect(address: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """"unix:/path": the socket of a `tutor sandbox serve` on this machine (the protocol has
-    no authentication; a fleet across machines goes through Redis, `fleet_client`)."""
+    no authentication; a fleet across machines goes through Redis, `fleet`)."""
     kind, _, where = address.partition(":")
     if kind == "unix":
         return await asyncio.open_unix_connection(where, limit=1 << 22)
