@@ -18,9 +18,9 @@ from bot.engine import Engine
 from bot.engine.code_judge import SandboxJudge
 from bot.engine.tutor import Tutor
 from bot.observability import FleetLook, poll_fleet
-from bot.sandbox.background import BackgroundSandbox
 from bot.sandbox.broker import redacted
-from bot.sandbox.fleet_client import client_for
+from bot.sandbox.client.background import BackgroundSandbox
+from bot.sandbox.client.fleet import client_for
 from bot.settings import DISCORD_API, DISCORD_GATEWAY, Settings
 from content.loader import DeckLibrary
 from scheduler.storage.db import make_engine, upgrade

@@ -77,7 +77,7 @@ def tutor(app) -> Tutor:
 def sandbox_judge():
     """The engine's code judge on a real sandbox service of its own (one per module)."""
     from bot.engine.code_judge import SandboxJudge
-    from bot.sandbox.background import BackgroundSandbox
+    from bot.sandbox.client.background import BackgroundSandbox
 
     sandbox = BackgroundSandbox()
     sandbox.start()

@@ -94,7 +94,7 @@ def test_a_blank_token_in_dotenv_counts_as_missing(tmp_path):
 
 def test_the_bot_process_never_imports_torch():
     probe = ("import sys, bot.cli.main, bot.app, bot.discord_ui.client, bot.terminal,"
-             " bot.sandbox.client, bot.bench; print('torch' in sys.modules)")
+             " bot.sandbox.client.client, bot.bench; print('torch' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                             cwd=REPO, timeout=60)
     assert result.stdout.strip() == "False", result.stderr

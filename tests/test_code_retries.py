@@ -11,8 +11,8 @@ import pytest
 from bot.engine import FREE_RETRIES, AlreadyCounted, CodeReport
 from bot.engine.code_judge import report_from
 from bot.engine.tutor import Tutor
-from bot.sandbox.checker_process import answer as judge_in_process
 from bot.sandbox.protocol import CheckReport, RunResult
+from bot.sandbox.service.checker_process import answer as judge_in_process
 from content.checkers import train_loop
 from content.checkers._verdict import trained
 from tests.helpers.engines import engine_of

@@ -534,7 +534,7 @@ def test_a_stale_name_fails_naming_it_and_its_line(text, stale):
     "`store.learners`, `FleetTiming.claim_idle_s`, `AllowedMentions.none()`, `choice.DUE`",
     "`guild_deck` (a table), `no_host` (a cause), `interaction.client.handlers.on_answer(...)`",
     "```\nbot/discord_ui/    front end: discord.py\nscheduler/    rules (sm2.py)\n```",
-    "`bot/engine/reminders.py`, `ReminderSweep.for_tutor(tutor, sender).run()`",
+    "`bot/engine/services.py`, `Engine.reminder_sweep(sender).run()`",
 ])
 def test_what_is_not_stale_passes(text):
     assert _check_text(text) == []

@@ -19,8 +19,8 @@ from bot.observability import (
     HealthServer,
     JsonFormatter,
 )
-from bot.sandbox.client import SandboxClient
-from bot.sandbox.fleet_client import FleetStats
+from bot.sandbox.client.client import SandboxClient
+from bot.sandbox.client.fleet import FleetStats
 from tests.helpers.records import RIGHT
 
 

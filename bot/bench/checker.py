@@ -9,7 +9,7 @@ import statistics
 import time
 
 from bot.bench.softmax_exercise import REFERENCE, VERSIONS, softmax_block
-from bot.sandbox.client import SandboxClient
+from bot.sandbox.client.client import SandboxClient
 from content.loader import DeckLibrary
 
 CARD = "gradient-accumulation/train-loop"

@@ -28,9 +28,9 @@ from bot.bench.local_redis import LocalRedis
 from bot.engine import CardInPlay, TutorError
 from bot.observability import FLEET, REGISTRY
 from bot.sandbox.broker import GROUP, FleetTiming, Keys, connect
-from bot.sandbox.client import PROJECT_ROOT, service_environment
+from bot.sandbox.process import PROJECT_ROOT, service_environment
 from bot.sandbox.protocol import Limits
-from bot.sandbox.service import BROKER_VARIABLE
+from bot.sandbox.service.service import BROKER_VARIABLE
 
 CARD = "gradient-accumulation/train-loop"
 START_S = 180.0  # a host imports torch and warms a zygote; slow on a busy machine

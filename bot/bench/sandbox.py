@@ -14,7 +14,8 @@ import sys
 import time
 
 from bot.bench.sandbox_broker import bench_broker, percentile
-from bot.sandbox.client import PROJECT_ROOT, SandboxClient, service_environment
+from bot.sandbox.client.client import SandboxClient
+from bot.sandbox.process import PROJECT_ROOT, service_environment
 from bot.sandbox.protocol import ServiceInfo
 
 LOOP = """

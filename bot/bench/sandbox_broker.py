@@ -21,9 +21,10 @@ import time
 from pathlib import Path
 
 from bot.bench.local_redis import LocalRedis
-from bot.sandbox.client import PROJECT_ROOT, SandboxClient, service_environment
-from bot.sandbox.fleet_client import FleetClient
-from bot.sandbox.service import BROKER_VARIABLE
+from bot.sandbox.client.client import SandboxClient
+from bot.sandbox.client.fleet import FleetClient
+from bot.sandbox.process import PROJECT_ROOT, service_environment
+from bot.sandbox.service.service import BROKER_VARIABLE
 
 CODE = "print(1)"  # the verdict path, not the learner's work: what the broker adds shows
 WARM_RUNS = 3

@@ -13,7 +13,7 @@ import asyncio
 import time
 
 from bot.bench.softmax_exercise import CASES, REFERENCE, softmax_block
-from bot.sandbox.client import SandboxBusy, SandboxClient
+from bot.sandbox.client.client import SandboxBusy, SandboxClient
 from bot.sandbox.protocol import OK
 from content.loader import DeckLibrary
 

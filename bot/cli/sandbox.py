@@ -38,8 +38,8 @@ def _sandboxed(code: str, **options):
     import os
 
     from bot.cli.common import load_settings
-    from bot.sandbox.client import SandboxBusy
-    from bot.sandbox.fleet_client import BrokerUnavailable, client_for
+    from bot.sandbox.client.client import SandboxBusy
+    from bot.sandbox.client.fleet import BrokerUnavailable, client_for
     from bot.sandbox.protocol import UNJUDGED, RunResult
 
     settings = load_settings()
@@ -102,8 +102,8 @@ def cmd_sandbox_serve(args) -> int:
 
     from bot.cli.common import load_settings
     from bot.sandbox.broker import is_broker
-    from bot.sandbox.client import PROJECT_ROOT, service_environment
-    from bot.sandbox.service import BROKER_VARIABLE
+    from bot.sandbox.process import PROJECT_ROOT, service_environment
+    from bot.sandbox.service.service import BROKER_VARIABLE
 
     settings = load_settings()
     unbounded = ["--allow-unbounded-memory"] if settings.sandbox_allow_unbounded_memory else []
@@ -151,7 +151,7 @@ def cmd_sandbox_acl(args) -> int:
 def cmd_sandbox_doctor(args) -> int:
     """What isolation holds on this host; exit 1 when the sandbox would run unbounded."""
     from bot.cli.common import load_settings
-    from bot.sandbox import doctor
+    from bot.sandbox.jail import doctor
 
     report = doctor.diagnose(Path(args.cgroup_root),
                              load_settings().sandbox_allow_unbounded_memory)

@@ -1,7 +1,7 @@
 """Code answers judged by a card's checker inside the sandbox, for the tutor engine.
 
 The engine is synchronous and runs code answers off the event loop (a worker thread);
-the sandbox client is asyncio, on a loop thread of its own (bot.sandbox.background).
+the sandbox client is asyncio, on a loop thread of its own (bot.sandbox.client.background).
 `SandboxJudge` bridges the two, and `report_from` turns the sandbox's result into the
 engine's CodeReport.
 
@@ -20,7 +20,7 @@ import time
 from bot.engine.errors import NotJudged, TryAgain
 from bot.engine.outcomes import CodeReport
 from bot.observability import record_refusal, record_sandbox, record_unjudged
-from bot.sandbox.client import SandboxBusy, SandboxClient
+from bot.sandbox.client.client import SandboxBusy, SandboxClient
 from bot.sandbox.protocol import MEMORY, OUTPUT_LIMIT, REFUSED, TIMEOUT, UNJUDGED, RunResult
 from content.safe_text import code_span, plain
 from content.schema import CodeCard

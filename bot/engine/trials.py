@@ -6,7 +6,7 @@ there, so uploads are held per server: one tried at a time, a few an hour, and a
 servers' at once in this process (the threads that try them; never a learner's). A
 server's interactions all come to the one process that holds its shard, so the counts
 here are the server's. In the sandbox each run of a trial is a lower class than learners'
-answers (`bot.sandbox.admission`).
+answers (`bot.sandbox.service.admission`).
 """
 
 from __future__ import annotations

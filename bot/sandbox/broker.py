@@ -1,10 +1,10 @@
 """The sandbox fleet's meeting place: Redis, shared by every bot process and sandbox host.
 
-Bot processes (`fleet_client`) admit a run and push it on the inbox of a device pool;
-sandbox hosts (`fleet_host`) take jobs from their pool's inbox into a stream of their own,
-read as consumers of one group, run each job and write the reply to the stream of the bot
-process that sent it. Redis runs only the fleet's own functions (`broker_functions`). What
-lives where, under one prefix (`tutor:sandbox:` by default):
+Bot processes (`client.fleet`) admit a run and push it on the inbox of a device pool;
+sandbox hosts (`service.fleet_host`) take jobs from their pool's inbox into a stream of
+their own, read as consumers of one group, run each job and write the reply to the stream
+of the bot process that sent it. Redis runs only the fleet's own functions
+(`broker_functions`). What lives where, under one prefix (`tutor:sandbox:` by default):
 
     inbox:{pool}         list, one job a run, pushed by the bots and taken by the hosts
     inbox:{pool}:trials  the same for deck trials (`mode: vet`), taken within their share

@@ -12,7 +12,7 @@ import asyncio
 import threading
 
 from bot.engine.code_judge import SandboxJudge
-from bot.sandbox.client import SandboxBusy
+from bot.sandbox.client.client import SandboxBusy
 from bot.sandbox.protocol import OK, UNJUDGED, CheckReport, RunResult, failed
 
 # The refusals before a run that are ours, by the reason the clients give.

@@ -19,7 +19,7 @@ from pathlib import Path
 from bot.bench.local_redis import LocalRedis
 from bot.sandbox import broker_functions as functions
 from bot.sandbox.broker import GROUP, HEAD_MAX, FleetTiming, Keys, connect, job_max_bytes
-from bot.sandbox.fleet_client import FleetClient
+from bot.sandbox.client.fleet import FleetClient
 from bot.sandbox.protocol import Limits
 from tests.helpers.paths import REPO
 from tests.helpers.sandbox import TEST_LIMITS

@@ -12,8 +12,8 @@ import asyncio
 import json
 import sys
 
-from bot.sandbox.client import SandboxBusy
-from bot.sandbox.fleet_client import FleetClient
+from bot.sandbox.client.client import SandboxBusy
+from bot.sandbox.client.fleet import FleetClient
 from tests.helpers.fleet import client_timing
 from tests.helpers.sandbox import TEST_LIMITS
 

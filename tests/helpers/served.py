@@ -15,7 +15,7 @@ import textwrap
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from bot.sandbox.client import SandboxClient
+from bot.sandbox.client.client import SandboxClient
 from tests.helpers.paths import REPO
 
 OTHER_UID = OTHER_GID = 65534  # nobody/nogroup: a user of the machine that runs no bot

@@ -10,7 +10,7 @@ import pytest
 import pytest_asyncio
 
 from bot.bench.local_redis import LocalRedis
-from bot.sandbox.client import SandboxClient
+from bot.sandbox.client.client import SandboxClient
 from tests.helpers.sandbox import TEST_LIMITS
 
 

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from bot.sandbox.admission import Admission, Busy
+from bot.sandbox.service.admission import Admission, Busy
 
 pytestmark = pytest.mark.asyncio
 

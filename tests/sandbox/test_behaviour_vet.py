@@ -119,7 +119,7 @@ def cases(rng):
 
 async def test_an_authors_code_runs_in_the_learners_jail(monkeypatch):
     """An uploader's cases see what a learner's code sees: no token, no network, nobody."""
-    from bot.sandbox.client import SandboxClient
+    from bot.sandbox.client.client import SandboxClient
     from tests.helpers.sandbox import TEST_LIMITS
 
     monkeypatch.setenv("DISCORD_TOKEN", "token-of-the-bot")

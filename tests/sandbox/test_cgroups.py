@@ -1,4 +1,4 @@
-"""bot.sandbox.cgroups: v2 against a fake cgroupfs tree, v1 for real where the host has it."""
+"""bot.sandbox.jail.cgroups: v2 against a fake cgroupfs tree, v1 for real where the host has it."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.sandbox import cgroups
-from bot.sandbox.cgroups import Cgroups
+from bot.sandbox.jail import cgroups
+from bot.sandbox.jail.cgroups import Cgroups
 from bot.sandbox.protocol import Limits
 
 LIMITS = Limits(memory_mb=256, pids=12)

@@ -7,8 +7,8 @@ import signal
 
 import pytest
 
-from bot.sandbox.admission import default_slots
-from bot.sandbox.checker_pool import CheckerPool, JudgeFailed, PoolLimits
+from bot.sandbox.service.admission import default_slots
+from bot.sandbox.service.checker_pool import CheckerPool, JudgeFailed, PoolLimits
 from content.checkers import train_loop
 from content.checkers._observe import observe
 from tests.helpers.train_loop import REFERENCE

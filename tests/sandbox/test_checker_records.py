@@ -115,7 +115,8 @@ def checker_processes(service_pid: int) -> set[int]:
             command = (entry / "cmdline").read_bytes()
         except (OSError, NotADirectoryError):
             continue
-        if f"\nPPid:\t{service_pid}\n" in status and b"bot.sandbox.checker_process" in command:
+        if (f"\nPPid:\t{service_pid}\n" in status
+                and b"bot.sandbox.service.checker_process" in command):
             found.add(int(entry.name))
     return found
 

@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from bot.sandbox.client import SandboxBusy, SandboxClient
+from bot.sandbox.client.client import SandboxBusy, SandboxClient
 from bot.sandbox.protocol import ERROR, OK
 from tests.helpers.sandbox import TEST_LIMITS, sleeping_child, wait_until
 

@@ -8,8 +8,8 @@ import stat
 import pytest
 import pytest_asyncio
 
-from bot.sandbox.client import SandboxClient
-from bot.sandbox.jail import _gpu_devices
+from bot.sandbox.client.client import SandboxClient
+from bot.sandbox.jail.jail import _gpu_devices
 from bot.sandbox.protocol import MEMORY, OK
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.sandbox import doctor
+from bot.sandbox.jail import doctor
 from tests.helpers.paths import REPO
 
 V1_MEMORY = Path("/sys/fs/cgroup/memory/memory.limit_in_bytes")

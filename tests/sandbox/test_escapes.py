@@ -14,7 +14,7 @@ import pytest
 import pytest_asyncio
 
 from bot.bench.local_redis import LocalRedis
-from bot.sandbox.client import SandboxClient
+from bot.sandbox.client.client import SandboxClient
 from bot.sandbox.protocol import ERROR, MEMORY, OK, OUTPUT_LIMIT, REFUSED, TIMEOUT, RunResult
 from tests.helpers.fleet import Host, fleet_client, wait_for_hosts
 from tests.helpers.paths import REPO

@@ -22,8 +22,8 @@ from redis.exceptions import AuthenticationError, NoPermissionError
 
 from bot.bench.local_redis import LocalRedis
 from bot.sandbox.broker import BOT_USER, HOST_USER, Keys, connect
-from bot.sandbox.client import SandboxBusy
-from bot.sandbox.fleet_client import BrokerUnavailable, FleetClient
+from bot.sandbox.client.client import SandboxBusy
+from bot.sandbox.client.fleet import BrokerUnavailable, FleetClient
 from bot.sandbox.protocol import OK
 from tests.helpers.fleet import Host, fleet_client, fleet_keys, wait_for_hosts
 from tests.helpers.paths import REPO

@@ -15,8 +15,8 @@ import pytest_asyncio
 from bot.bench.local_redis import LocalRedis
 from bot.sandbox import broker_functions as functions
 from bot.sandbox.broker import GROUP, Keys, connect, redis_ms
-from bot.sandbox.fleet_host import LOST_TWICE
 from bot.sandbox.protocol import ERROR, OK
+from bot.sandbox.service.fleet_host import LOST_TWICE
 from tests.helpers.fleet import (
     Host,
     admin,

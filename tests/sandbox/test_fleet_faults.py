@@ -11,7 +11,7 @@ import time
 import pytest
 
 from bot.engine import NotJudged
-from bot.sandbox.client import SandboxBusy
+from bot.sandbox.client.client import SandboxBusy
 from tests.helpers.engines import engine_of, judged_by
 from tests.helpers.fleet import Host, client_timing, fleet_client, wait_for_hosts
 from tests.helpers.sandbox import sleeping_child, wait_until

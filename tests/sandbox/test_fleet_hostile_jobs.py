@@ -17,8 +17,8 @@ from redis.exceptions import NoPermissionError, RedisError
 
 from bot.bench.local_redis import LocalRedis
 from bot.sandbox.broker import GROUP, REDIS_SETTINGS, Keys, job_max_bytes
-from bot.sandbox.fleet_answers import UNREADABLE
 from bot.sandbox.protocol import OK, REFUSED
+from bot.sandbox.service.fleet_answers import UNREADABLE
 from tests.helpers.fleet import Host, admin, fleet_client, wait_for_hosts
 from tests.helpers.sandbox import TEST_LIMITS
 

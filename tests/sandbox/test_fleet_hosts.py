@@ -8,7 +8,7 @@ import json
 import logging
 
 from bot.sandbox.broker import Keys
-from bot.sandbox.fleet_hosts import HostWatch
+from bot.sandbox.client.fleet_hosts import HostWatch
 
 KEYS = Keys()
 

@@ -13,7 +13,7 @@ import pytest_asyncio
 from bot.bench.local_redis import LocalRedis
 from bot.bench.softmax_exercise import REFERENCE as SOFTMAX
 from bot.bench.trials import slow_exercise
-from bot.sandbox.client import SandboxBusy
+from bot.sandbox.client.client import SandboxBusy
 from tests.helpers.fleet import Host, fleet_client, wait_for_hosts
 from tests.helpers.sandbox import sleeping_child, wait_until
 from tests.helpers.train_loop import REFERENCE

@@ -25,7 +25,7 @@ import time
 import pytest
 import pytest_asyncio
 
-from bot.sandbox.client import SandboxClient
+from bot.sandbox.client.client import SandboxClient
 from bot.sandbox.protocol import OK, Limits, RunResult
 from tests.helpers.paths import REPO
 from tests.helpers.sandbox import sleeping_child, wait_until

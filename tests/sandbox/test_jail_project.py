@@ -14,11 +14,11 @@ import os
 import sys
 from pathlib import Path
 
-from bot.sandbox import jail
-from bot.sandbox import syscalls as sc
+from bot.sandbox.jail import jail
+from bot.sandbox.jail import syscalls as sc
 from tests.helpers.sandbox import TEST_LIMITS
 
-ROOT = Path(jail.__file__).resolve().parents[2]
+ROOT = Path(jail.__file__).resolve().parents[3]  # bot/sandbox/jail/jail.py
 
 
 def test_the_packages_are_found_where_the_runtime_holds_them():

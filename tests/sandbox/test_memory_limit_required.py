@@ -44,7 +44,7 @@ def test_the_operator_can_opt_in_to_rlimits_only(tmp_path):
 
 def test_the_bot_turns_code_cards_off_when_the_sandbox_runs_no_code(monkeypatch, caplog):
     from bot import app
-    from bot.sandbox.client import SandboxClient
+    from bot.sandbox.client.client import SandboxClient
     from bot.sandbox.protocol import ServiceInfo
 
     async def unbounded_start(self):

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from bot.sandbox.client import SandboxBusy, SandboxClient
+from bot.sandbox.client.client import SandboxBusy, SandboxClient
 from bot.sandbox.protocol import ERROR, OK, TIMEOUT, Limits, RunResult
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from bot.sandbox import syscalls as sc
-from bot.sandbox.client import SandboxClient
+from bot.sandbox.client.client import SandboxClient
+from bot.sandbox.jail import syscalls as sc
 from bot.sandbox.protocol import OK, TIMEOUT
 from tests.helpers.paths import REPO
 from tests.helpers.sandbox import jailed_processes, wait_until

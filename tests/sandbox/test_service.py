@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from bot.sandbox.client import SandboxClient
+from bot.sandbox.client.client import SandboxClient
 from bot.sandbox.protocol import OK
 from tests.helpers.paths import REPO
 

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from bot.sandbox.service import SandboxService
+from bot.sandbox.service.service import SandboxService
 
 pytestmark = pytest.mark.asyncio(loop_scope="function")
 

@@ -20,7 +20,7 @@ import zlib
 import pytest
 import pytest_asyncio
 
-from bot.sandbox.client import SandboxBusy, SandboxClient
+from bot.sandbox.client.client import SandboxBusy, SandboxClient
 from bot.sandbox.protocol import ERROR, OK, RunResult
 from tests.helpers.sandbox import in_syscall, jailed_processes, sleeping_child, wait_until
 from tests.helpers.served import Service, serving

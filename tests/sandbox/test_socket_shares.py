@@ -18,7 +18,7 @@ import threading
 import pytest
 import pytest_asyncio
 
-from bot.sandbox.client import SandboxBusy
+from bot.sandbox.client.client import SandboxBusy
 from tests.helpers.paths import REPO
 from tests.helpers.sandbox import in_syscall, jailed_processes, wait_until
 from tests.helpers.served import Service, as_other_user, serving

@@ -8,8 +8,8 @@ import asyncio
 import os
 from dataclasses import dataclass, field
 
-from bot.sandbox.loop_io import ready
 from bot.sandbox.protocol import Limits
+from bot.sandbox.service.loop_io import ready
 
 
 @dataclass

@@ -29,8 +29,8 @@ import sys
 
 os.environ["OMP_NUM_THREADS"] = "1"  # before torch: forked children must not inherit pools
 
-from bot.sandbox import harness, jail, seccomp  # noqa: E402
-from bot.sandbox import syscalls as sc  # noqa: E402
+from bot.sandbox.jail import harness, jail, seccomp  # noqa: E402
+from bot.sandbox.jail import syscalls as sc  # noqa: E402
 from bot.sandbox.protocol import Limits, frame  # noqa: E402
 
 log = logging.getLogger("sandbox.zygote")

@@ -48,9 +48,9 @@ from bot.sandbox.broker import (
     live_hosts,
 )
 from bot.sandbox.broker_link import BrokerLink
-from bot.sandbox.fleet_answers import Answers, Job, head, pairs, request_of
-from bot.sandbox.fleet_doorbell import Doorbell, first_of
 from bot.sandbox.protocol import encode, failed
+from bot.sandbox.service.fleet_answers import Answers, Job, head, pairs, request_of
+from bot.sandbox.service.fleet_doorbell import Doorbell, first_of
 
 log = logging.getLogger("sandbox.fleet")
 LOST_TWICE = "the sandbox crashed while running this code"

@@ -22,8 +22,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from bot.sandbox import cgroups
-from bot.sandbox import syscalls as sc
+from bot.sandbox.jail import cgroups
+from bot.sandbox.jail import syscalls as sc
 from bot.sandbox.protocol import Limits
 
 NAMESPACES = (("mount", sc.CLONE_NEWNS), ("pid", sc.CLONE_NEWPID), ("net", sc.CLONE_NEWNET),
@@ -81,7 +81,7 @@ def check_namespaces() -> dict:
 
 
 def _seccomp_denies() -> dict:
-    from bot.sandbox import seccomp
+    from bot.sandbox.jail import seccomp
 
     seccomp.install()
     libc = ctypes.CDLL(None, use_errno=True)
@@ -92,7 +92,7 @@ def _seccomp_denies() -> dict:
 
 
 def check_seccomp() -> dict:
-    from bot.sandbox import seccomp
+    from bot.sandbox.jail import seccomp
 
     if not seccomp.available():
         return {"ok": False, "error": "libseccomp not found (Debian: libseccomp2)"}

@@ -1,13 +1,14 @@
 """The sandbox service: takes submissions, runs each in a jailed child, decides the verdict.
 
-Run as `python -m bot.sandbox.service` (JSON lines on stdin/stdout; bot.sandbox.client speaks
-to it), through `tutor sandbox serve` on a Unix socket, or as one host of a fleet that takes
-its jobs from Redis (`fleet_host`, with SANDBOX_BROKER set). Four kinds of process:
+Run as `python -m bot.sandbox.service` (JSON lines on stdin/stdout; the bot's client,
+bot.sandbox.client.client, speaks to it), through `tutor sandbox serve` on a Unix socket,
+or as one host of a fleet that takes its jobs from Redis (`fleet_host`, with SANDBOX_BROKER
+set). Four kinds of process:
 - this service: holds submissions, never runs learner code and never forks a jailed child;
   it decides each status (`verdict`);
 - a few checker processes (`checker_pool`): judge code checks (`content.checkers`) under a
   memory limit and a deadline per verdict;
-- the zygote (`bot.sandbox.zygote`, started by exec with a clean environment): imports
+- the zygote (`bot.sandbox.jail.zygote`, started by exec with a clean environment): imports
   torch once and forks jailed children, but never sees a submission;
 - one jailed child per submission; the zygote reaps it and tells this service how it
   ended. One child is kept ready, so a submission only pays for its run.
@@ -31,15 +32,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bot.sandbox import behaviour
-from bot.sandbox import cgroups as cgroup_limits
-from bot.sandbox.admission import Admission, Busy, default_slots
-from bot.sandbox.cgroups import Cgroups
-from bot.sandbox.checker_pool import CheckerPool, JudgeFailed, PoolLimits
-from bot.sandbox.connections import ConnectionLimits, serve_socket, serve_stdio
+from bot.sandbox.jail import cgroups as cgroup_limits
+from bot.sandbox.jail.cgroups import Cgroups
 from bot.sandbox.protocol import ERROR, OK, Limits, busy, failed, refused
-from bot.sandbox.slot import Slot, send
-from bot.sandbox.verdict import Ending, decide
-from bot.sandbox.zygote_client import ZygoteClient, ZygoteGone
+from bot.sandbox.service.admission import Admission, Busy, default_slots
+from bot.sandbox.service.checker_pool import CheckerPool, JudgeFailed, PoolLimits
+from bot.sandbox.service.connections import ConnectionLimits, serve_socket, serve_stdio
+from bot.sandbox.service.slot import Slot, send
+from bot.sandbox.service.verdict import Ending, decide
+from bot.sandbox.service.zygote_client import ZygoteClient, ZygoteGone
 from content import checkers
 from content.safe_text import code_span
 
@@ -373,7 +374,7 @@ def _serving(server: SandboxService, args):
     """What the service does once started: serve a socket, stdin, or a fleet's queue."""
     if args.broker:
         from bot.sandbox.broker import FleetTiming, connect
-        from bot.sandbox.fleet_host import FleetHost
+        from bot.sandbox.service.fleet_host import FleetHost
 
         timing = FleetTiming.for_limits(server.limits.wall_s, server.limits.reply_margin_s,
                                         **args.fleet)

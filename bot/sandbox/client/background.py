@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Coroutine
 
-from bot.sandbox.client import SandboxClient
+from bot.sandbox.client.client import SandboxClient
 from bot.sandbox.protocol import ServiceInfo
 
 _real_monotonic = time.monotonic  # as imported: see _RealTimeLoop

@@ -17,7 +17,7 @@ import errno
 import functools
 import socket
 
-from bot.sandbox.syscalls import ALL_NAMESPACES
+from bot.sandbox.jail.syscalls import ALL_NAMESPACES
 
 DENIED = (
     "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",

@@ -17,8 +17,8 @@ import logging
 import sys
 from dataclasses import dataclass
 
-from bot.sandbox.client import PROJECT_ROOT, service_environment
-from bot.sandbox.verdict import signal_name
+from bot.sandbox.process import PROJECT_ROOT, service_environment
+from bot.sandbox.service.verdict import signal_name
 
 log = logging.getLogger("sandbox.checkers")
 START_TIMEOUT_S = 60.0
@@ -62,7 +62,7 @@ class CheckerPool:
 
     async def _spawn(self) -> asyncio.subprocess.Process:
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot.sandbox.checker_process",
+            sys.executable, "-m", "bot.sandbox.service.checker_process",
             "--memory-mb", str(self.limits.memory_mb), cwd=PROJECT_ROOT,
             env=service_environment(), stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE)

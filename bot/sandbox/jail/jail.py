@@ -17,8 +17,9 @@ import stat
 import sys
 from pathlib import Path
 
-from bot.sandbox import seccomp
-from bot.sandbox import syscalls as sc
+from bot.sandbox.jail import seccomp
+from bot.sandbox.jail import syscalls as sc
+from bot.sandbox.process import PROJECT_ROOT
 from bot.sandbox.protocol import Limits
 
 # Where the new root is assembled: an empty host directory that holds no runtime path.
@@ -45,10 +46,9 @@ def runtime_paths() -> list[str]:
 
 def _inside_repo(path: str) -> bool:
     """The project checkout (database, .env, source) stays invisible; its venv does not."""
-    repo = Path(__file__).resolve().parents[2]
     candidate = Path(path).resolve()
-    return candidate == repo or (repo in candidate.parents
-                                 and not str(candidate).startswith(sys.prefix))
+    return candidate == PROJECT_ROOT or (PROJECT_ROOT in candidate.parents
+                                         and not str(candidate).startswith(sys.prefix))
 
 
 def project_dirs(runtime: list[str]) -> list[str]:
@@ -56,8 +56,7 @@ def project_dirs(runtime: list[str]) -> list[str]:
     child runs only what the zygote imported before forking (the observers); the rest (the
     judges, whose replay would tell a forger when a record passes, the service, the decks)
     it must neither import nor read, so these are covered by empty directories."""
-    root = Path(__file__).resolve().parents[2]
-    dirs = [str(root / name) for name in PROJECT_PACKAGES]
+    dirs = [str(PROJECT_ROOT / name) for name in PROJECT_PACKAGES]
     return [d for d in dirs if os.path.isdir(d) and any(_under(d, p) for p in runtime)]
 
 

@@ -1,4 +1,4 @@
-"""The sandbox service's side of its zygote (bot.sandbox.zygote): start it, ask it for
+"""The sandbox service's side of its zygote (bot.sandbox.jail.zygote): start it, ask it for
 jailed children over its control socket, and hear from it when each one ends (it is their
 parent and reaps them). Requests and replies are matched by id; exits by child number.
 """
@@ -16,9 +16,9 @@ import socket
 import subprocess
 import sys
 
-from bot.sandbox.client import PROJECT_ROOT
-from bot.sandbox.loop_io import ready
+from bot.sandbox.process import PROJECT_ROOT
 from bot.sandbox.protocol import Limits
+from bot.sandbox.service.loop_io import ready
 
 log = logging.getLogger("sandbox.worker")
 PREPARE_TIMEOUT_S = 30.0
@@ -53,7 +53,8 @@ class ZygoteClient:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         with theirs:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "bot.sandbox.zygote", "--control", str(theirs.fileno()),
+                [sys.executable, "-m", "bot.sandbox.jail.zygote",
+                 "--control", str(theirs.fileno()),
                  "--limits", json.dumps(dataclasses.asdict(self.limits))],
                 pass_fds=(theirs.fileno(),), env=zygote_environment(), cwd=PROJECT_ROOT,
                 stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno())

@@ -16,24 +16,22 @@ import dataclasses
 import itertools
 import json
 import logging
-import os
 import sys
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable
-from pathlib import Path
 
 from bot.sandbox.behaviour import runs as behaviour_runs
+from bot.sandbox.process import PROJECT_ROOT, service_environment
 from bot.sandbox.protocol import Limits, RunResult, ServiceInfo, decode, encode, failed
 
 log = logging.getLogger(__name__)
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 RESTART_EVERY_S = 10.0
 
 
 async def connect(address: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """"unix:/path": the socket of a `tutor sandbox serve` on this machine (the protocol has
-    no authentication; a fleet across machines goes through Redis, `fleet_client`)."""
+    no authentication; a fleet across machines goes through Redis, `fleet`)."""
     kind, _, where = address.partition(":")
     if kind == "unix":
         return await asyncio.open_unix_connection(where, limit=1 << 22)
@@ -48,18 +46,6 @@ class SandboxBusy(Exception):
     def __init__(self, message: str, reason: str = "busy"):
         super().__init__(message)
         self.reason = reason
-
-
-def service_environment() -> dict[str, str]:
-    """Built from nothing: no token or other secret of the bot reaches the service."""
-    return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "LANG": "C.UTF-8",
-        "PYTHONPATH": str(PROJECT_ROOT),
-        "PYTHONUNBUFFERED": "1",
-        "PYTHONWARNINGS": "ignore",
-        "OMP_NUM_THREADS": "1",
-    }
 
 
 class SandboxClient:

@@ -44,8 +44,8 @@ from bot.sandbox.broker import (
     redacted,
 )
 from bot.sandbox.broker_link import BrokerLink, problem
-from bot.sandbox.client import SandboxBusy, SandboxClient
-from bot.sandbox.fleet_hosts import HostWatch
+from bot.sandbox.client.client import SandboxBusy, SandboxClient
+from bot.sandbox.client.fleet_hosts import HostWatch
 from bot.sandbox.protocol import (
     Limits,
     RunResult,

@@ -13,7 +13,7 @@ import logging
 
 from bot.sandbox.broker import BEATS, POOLS, Clock, Keys, live_hosts
 
-log = logging.getLogger("bot.sandbox.fleet_client")
+log = logging.getLogger("bot.sandbox.client.fleet")
 
 
 class HostWatch:
