@@ -30,9 +30,9 @@ class Settings(BaseSettings):
     # /healthz and /metrics (Prometheus) on this local port; unset: not served.
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
-    # Judge code cards in the sandbox worker (needs Linux namespaces; off: no code cards).
+    # Judge code cards in the sandbox service (needs Linux namespaces; off: no code cards).
     sandbox: bool = True
-    # Instead of a worker of this process's own: a running `tutor sandbox serve` on this
+    # Instead of a service of this process's own: a running `tutor sandbox serve` on this
     # machine (unix:/path), or a fleet of sandbox hosts behind Redis
     # (redis://tutor-bot:PASSWORD@host:6379/0, rediss:// for TLS).
     sandbox_address: str | None = None

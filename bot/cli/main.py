@@ -169,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     practice.add_argument("--learner", help="your name (default: your login)")
     practice.add_argument("--topic", help="practise one topic, due or not (q to stop)")
     practice.add_argument("--no-sandbox", action="store_true",
-                          help="skip code cards (no sandbox worker)")
+                          help="skip code cards (no sandbox service)")
     practice.add_argument("--scheduler", choices=[*map(str, SchedulerName)],
                           help="schedule this session by SM-2 or FSRS (default: your "
                                "setting; both are always kept, so switching loses nothing)")

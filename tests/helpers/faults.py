@@ -45,7 +45,7 @@ class FaultyClient:
             reason = fault.split(":", 1)[1]
             raise SandboxBusy(REFUSALS[reason], reason=reason)
         if fault == "raises":
-            raise RuntimeError("the sandbox worker is not running")
+            raise RuntimeError("the sandbox service is not running")
         if fault == "silent":
             await asyncio.sleep(3600)
         return RunResult.from_wire(failed(f"(what the client says of {fault})", fault))

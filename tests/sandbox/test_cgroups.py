@@ -50,7 +50,7 @@ def test_v2_delegates_memory_pids_and_cpu_and_moves_us_into_a_leaf(v2):
     found = Cgroups.create(LIMITS, root=root, proc_cgroup=proc)
     assert found is not None and found.version == "v2", cgroups.last_problem
     assert cgroups.last_problem is None
-    assert (base / "tutor-worker" / "cgroup.procs").read_text() == str(os.getpid())
+    assert (base / "tutor-service" / "cgroup.procs").read_text() == str(os.getpid())
     assert (base / "cgroup.subtree_control").read_text() == "+memory +pids +cpu"
     assert (base / "tutor-sandbox" / "cgroup.subtree_control").read_text() == \
         "+memory +pids +cpu"
@@ -131,21 +131,21 @@ def test_v2_sweeps_groups_of_dead_workers_only(v2):
 def test_v2_create_twice_in_one_process_reuses_the_delegation(v2):
     root, base, proc = v2
     assert Cgroups.create(LIMITS, root=root, proc_cgroup=proc) is not None
-    proc.write_text("0::/service/tutor-worker\n")  # where the first create moved us
+    proc.write_text("0::/service/tutor-service\n")  # where the first create moved us
     (base / "cgroup.procs").write_text("")
     again = Cgroups.create(LIMITS, root=root, proc_cgroup=proc)
     assert again is not None and again.groups == (base / "tutor-sandbox",)
-    assert not (base / "tutor-worker" / "tutor-worker").exists()
+    assert not (base / "tutor-service" / "tutor-service").exists()
 
 
 def test_v2_refuses_when_a_foreign_process_stays_in_our_cgroup(v2):
     root, base, proc = v2
     (base / "cgroup.procs").write_text(f"{os.getpid()}\n1\n")  # e.g. an init in front of us
     assert Cgroups.create(LIMITS, root=root, proc_cgroup=proc) is None
-    assert "not the sandbox worker's (1)" in cgroups.last_problem
+    assert "not the sandbox service's (1)" in cgroups.last_problem
     assert "no internal processes" in cgroups.last_problem
     assert (base / "cgroup.subtree_control").read_text() == ""  # nothing enabled
-    assert not (base / "tutor-worker").exists()  # and we stayed where we were
+    assert not (base / "tutor-service").exists()  # and we stayed where we were
 
 
 def test_v2_refuses_when_the_kernel_says_busy(v2, monkeypatch):
@@ -187,7 +187,7 @@ def test_v2_in_the_real_root_cgroup_stays_put(v2):
     found = Cgroups.create(LIMITS, root=root, proc_cgroup=proc)
     assert found is not None and found.groups == (root / "tutor-sandbox",)
     assert (root / "cgroup.subtree_control").read_text() == "+memory +pids +cpu"
-    assert not (root / "tutor-worker").exists()
+    assert not (root / "tutor-service").exists()
 
 
 def test_neither_version_says_why(tmp_path):

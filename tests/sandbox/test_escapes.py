@@ -1,6 +1,6 @@
-"""Hostile and broken programs: each one must stay contained, and the worker must go on
+"""Hostile and broken programs: each one must stay contained, and the service must go on
 serving. Every test asserts what the program could NOT do, and that the next run works.
-Each runs twice: through a worker of our own, and through a fleet host behind Redis, whose
+Each runs twice: through a service of our own, and through a fleet host behind Redis, whose
 broker password must stay out of reach as the bot's token does."""
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ def secret_in_parent_environment():
     os.environ.pop("DISCORD_TOKEN", None)
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module", params=["own worker", "fleet"])
+@pytest_asyncio.fixture(scope="module", loop_scope="module", params=["own service", "fleet"])
 async def sandbox(request, secret_in_parent_environment):
     """A client, with `secrets`: what no learner's code may ever print."""
-    if request.param == "own worker":
+    if request.param == "own service":
         client = SandboxClient(limits=TEST_LIMITS, parallel=2, runs_per_minute=10_000)
         await client.start()
         client.secrets = (SECRET,)
@@ -247,17 +247,17 @@ async def test_100_mb_of_output_is_cut_off(sandbox):
 
 
 async def test_killing_everything_it_can_see_hurts_only_itself(sandbox):
-    worker = sandbox.service_pid
+    service = sandbox.service_pid
     result = await run(sandbox, f"""
         import os, signal
-        for pid in (os.getppid(), {worker}, -1):
+        for pid in (os.getppid(), {service}, -1):
             try:
                 os.kill(pid, signal.SIGKILL)
                 print("sent", pid)
             except OSError as exc:
                 print("refused", pid, exc.errno)
     """)
-    assert sandbox.service_pid == worker  # the worker was never restarted
+    assert sandbox.service_pid == service  # the service was never restarted
     assert result.status in (OK, ERROR)
     await still_serving(sandbox)
 

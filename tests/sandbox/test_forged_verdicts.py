@@ -5,7 +5,7 @@ Each attack is written as it worked against the old design, where the checker ra
 same interpreter as the learner's code and the child's report carried the status; and
 again against the new one (observer in the jailed child, judge in the service, status from
 the exit status). Whatever the program does, `passed` must stay False, a failing run must
-stay `error`, and the worker must go on serving.
+stay `error`, and the service must go on serving.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`tutor sandbox serve`: one worker that several bot processes share over a socket."""
+"""`tutor sandbox serve`: one service that several bot processes share over a socket."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ async def test_there_is_no_unauthenticated_tcp_listener():
     assert "--broker" in served.stderr  # it says what to use across machines
 
 
-async def test_two_clients_share_one_served_worker(tmp_path):
+async def test_two_clients_share_one_served_service(tmp_path):
     socket_path = tmp_path / "sandbox.sock"
     address = f"unix:{socket_path}"
     service = subprocess.Popen([sys.executable, "-m", "bot", "sandbox", "serve", "--listen",

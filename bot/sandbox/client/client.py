@@ -146,7 +146,7 @@ class SandboxClient:
 
     async def _log_stderr(self, proc: asyncio.subprocess.Process) -> None:
         while line := await proc.stderr.readline():
-            log.warning("sandbox worker: %s", line.decode(errors="replace").rstrip())
+            log.warning("sandbox service: %s", line.decode(errors="replace").rstrip())
 
     async def _recover(self, returncode: int | None) -> None:
         """The service died (or the shared one went away): start or reach a new one and
@@ -155,7 +155,7 @@ class SandboxClient:
         if self.address and not self._pending:  # a shared service closes idle connections
             log.info("the sandbox service closed our idle connection; reconnecting")
         else:
-            log.error("sandbox worker lost (exit %s); restarting", returncode)
+            log.error("sandbox service lost (exit %s); restarting", returncode)
         held, self._pending = self._pending, {}
         self._writer = None
         for attempt in range(5 if self.address else 1):
@@ -163,7 +163,7 @@ class SandboxClient:
                 await self.start()
                 break
             except Exception:  # noqa: BLE001
-                log.exception("sandbox worker could not be restarted (attempt %d)", attempt + 1)
+                log.exception("sandbox service could not be restarted (attempt %d)", attempt + 1)
                 await asyncio.sleep(1)
         for request, future in held.values():
             if future.done():
@@ -185,9 +185,9 @@ class SandboxClient:
         self._next_start = now + RESTART_EVERY_S
         try:
             await self.start()
-            log.warning("the sandbox worker is back")
+            log.warning("the sandbox service is back")
         except Exception:  # noqa: BLE001 - said here; the run is answered as not judged
-            log.exception("the sandbox worker could not be started again")
+            log.exception("the sandbox service could not be started again")
 
     async def _forward(self, request: dict, future: asyncio.Future) -> None:
         try:
@@ -198,7 +198,7 @@ class SandboxClient:
 
     async def _request(self, request: dict, deadline_s: float | None = None) -> dict:
         if self._writer is None or (self._proc and self._proc.returncode is not None):
-            raise RuntimeError("the sandbox worker is not running")
+            raise RuntimeError("the sandbox service is not running")
         request_id = next(self._ids)
         future = asyncio.get_running_loop().create_future()
         self._pending[request_id] = (request, future)

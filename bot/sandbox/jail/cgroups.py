@@ -33,7 +33,7 @@ from bot.sandbox.protocol import Limits
 ROOT = Path("/sys/fs/cgroup")
 PROC_SELF_CGROUP = Path("/proc/self/cgroup")
 GROUP = "tutor-sandbox"  # the children's groups live under this one
-WORKER = "tutor-worker"  # v2: the leaf the service moves into (no internal processes rule)
+SERVICE_LEAF = "tutor-service"  # v2: the leaf the service moves into (no internal processes rule)
 CONTROLLERS = ("memory", "pids")
 # Where the host has it, each child is also held to one CPU's worth (and the children share
 # the CPUs equally, however many threads one of them starts): slots can then outnumber the
@@ -212,12 +212,12 @@ class _V2(Cgroups):
 
         A cgroup that passes controllers to its children (cgroup.subtree_control) may hold
         no processes itself (the "no internal processes" rule), so we first move ourselves
-        into the leaf `base/tutor-worker`; then `base` and `base/tutor-sandbox` can both
+        into the leaf `base/tutor-service`; then `base` and `base/tutor-sandbox` can both
         enable the controllers, and each child's group under tutor-sandbox gets the limits.
         """
         own = _own_cgroup(proc_cgroup)
         base = root / own.lstrip("/")
-        if base.name == WORKER:  # moved there by an earlier `create` in this process
+        if base.name == SERVICE_LEAF:  # moved there by an earlier `create` in this process
             base = base.parent
         if not (base / "cgroup.controllers").is_file():
             raise Unavailable(f"cgroup v2: our cgroup {own} is not under {root} (a container "
@@ -235,8 +235,8 @@ class _V2(Cgroups):
             if others:
                 raise Unavailable(_busy(base, others))
             if _pids(base / "cgroup.procs"):
-                (base / WORKER).mkdir(exist_ok=True)
-                (base / WORKER / "cgroup.procs").write_text(str(os.getpid()))
+                (base / SERVICE_LEAF).mkdir(exist_ok=True)
+                (base / SERVICE_LEAF / "cgroup.procs").write_text(str(os.getpid()))
         wanted = CONTROLLERS + (("cpu",) if "cpu" in available else ())
         enable = " ".join(f"+{c}" for c in wanted)
         _enable(base, enable)
@@ -327,9 +327,9 @@ def _enable(group: Path, controllers: str) -> None:
 
 
 def _busy(group: Path, pids: list[int]) -> str:
-    return (f"cgroup v2: {group} holds processes that are not the sandbox worker's "
+    return (f"cgroup v2: {group} holds processes that are not the sandbox service's "
             f"({' '.join(map(str, pids)) or 'the kernel says busy'}), so it cannot delegate "
-            "memory and pids (no internal processes rule); run the worker alone in its "
+            "memory and pids (no internal processes rule); run the service alone in its "
             "cgroup: `tutor sandbox serve` as its own service (compose: `cgroup: private`, "
             "no `init: true`; systemd: Delegate=yes)")
 

@@ -285,6 +285,6 @@ async def serve_socket(server: Server, address: str, mode: int = 0o660,
         os.chmod(where, mode)  # 660: the bot's group may connect; nobody else
     else:
         raise SystemExit(f"--listen takes unix:/path, not {address!r}")
-    log.info("sandbox worker listening on %s", address)
+    log.info("sandbox service listening on %s", address)
     async with socket_server:
         await socket_server.serve_forever()

@@ -44,7 +44,7 @@ from bot.sandbox.service.zygote_client import ZygoteClient, ZygoteGone
 from content import checkers
 from content.safe_text import code_span
 
-log = logging.getLogger("sandbox.worker")
+log = logging.getLogger("sandbox.service")
 BROKER_VARIABLE = "SANDBOX_BROKER"  # redis://user:password@host:port/db, for a fleet host
 DISCARD_WAIT_S = 10.0  # how long a stop waits for the zygote to report a killed child
 

@@ -20,7 +20,7 @@ from bot.sandbox.process import PROJECT_ROOT
 from bot.sandbox.protocol import Limits
 from bot.sandbox.service.loop_io import ready
 
-log = logging.getLogger("sandbox.worker")
+log = logging.getLogger("sandbox.service")
 PREPARE_TIMEOUT_S = 30.0
 ZYGOTE_START_TIMEOUT_S = 120.0
 

@@ -172,7 +172,7 @@ def _cli(*args: str, address: str, tmp: Path, code: str) -> dict:
 
 
 async def test_the_cli_uses_the_shared_service(service, tmp_path):
-    # Only the served worker has a 1 s CPU limit: its message shows who ran the code.
+    # Only the served service has a 1 s CPU limit: its message shows who ran the code.
     ran = await asyncio.to_thread(_cli, "sandbox", "run", address=service, tmp=tmp_path,
                                   code="while True:\n    pass\n")
     assert ran["status"] == TIMEOUT and "1 s of CPU" in ran["error"]
