@@ -15,8 +15,7 @@ from pathlib import Path
 from bot.app import build
 from bot.bench.sim.deck import SimCard
 from bot.bench.sim.learner import Answer
-from bot.engine.learners import Learners
-from bot.engine.tutor import Tutor
+from bot.engine import Engine
 from content.loader import DeckLibrary
 from scheduler.next_card import Pick
 from scheduler.storage.db import sqlite_url
@@ -39,12 +38,12 @@ class _Clock:
 
 
 class EngineSchedule:
-    def __init__(self, tutor: Tutor, clock: _Clock, key: str, new_per_day: int,
+    def __init__(self, engine: Engine, clock: _Clock, key: str, new_per_day: int,
                  choice: dict):
-        self.tutor, self.clock, self.choice = tutor, clock, choice
-        learner = tutor.learner(key)
+        self.tutor, self.clock, self.choice = engine.tutor, clock, choice
+        learner = self.tutor.learner(key)
         if learner.new_per_day != new_per_day:
-            learner = Learners(tutor).update_settings(learner, {"new_per_day": new_per_day})
+            learner = engine.learners.update_settings(learner, {"new_per_day": new_per_day})
         self.learner = learner
         self.served = None
 
@@ -88,7 +87,7 @@ class EnginePolicy:
         servable = [c.id for c in self.tutor.servable()]
         if servable != [c.id for c in cards]:
             raise ValueError("the engine serves other cards than the simulation's")
-        return EngineSchedule(self.tutor, self.clock, key, new_per_day, self.choice)
+        return EngineSchedule(self.app.engine, self.clock, key, new_per_day, self.choice)
 
     def describe(self) -> str:
         return f"{self.name} through bot.engine.tutor.Tutor on SQLite"
