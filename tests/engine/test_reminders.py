@@ -16,6 +16,8 @@ from scheduler.reminders import next_reminder
 from scheduler.storage.models import CardState, Learner
 from tests.helpers.records import record
 
+pytestmark = pytest.mark.postgres
+
 UTC0 = datetime(2026, 3, 1, tzinfo=UTC)
 
 
