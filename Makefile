@@ -14,28 +14,23 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/tutor
 
-# Storage, engine, reminder and leaderboard tests, and playing cards through discord.py
-# (engine calls on worker threads there), run again on a throwaway PostgreSQL.
-POSTGRES_TESTS := tests/test_store.py tests/test_tutor.py tests/test_reminders.py \
-	tests/discord/test_play.py tests/discord/test_forged_input.py tests/test_community_decks.py \
-	tests/test_streaks.py tests/test_leaderboard.py tests/test_schedulers.py \
-	tests/test_remediation.py tests/discord/test_learning_choices.py tests/test_deck_choices.py \
-	tests/discord/test_deck_admin.py tests/test_play.py tests/test_served_races.py
-
 # The bare discord.py bots of the offline Discord's own tests ignore Ctrl-C after the rest
 # of the suite has run in the same pytest process (cause not found yet; alone they stop at
 # once): they run in a pytest of their own.
-ALONE := tests/test_offline_discord.py
+ALONE := tests/offline_discord/test_offline_discord.py
 
 # The layers (lint-imports: pyproject.toml, docs/architecture.md), the whole suite, then the
-# PostgreSQL run. Each stage runs whatever the one before it said (a failed main run must not
-# skip the PostgreSQL run); the target fails, naming the stages that failed.
+# PostgreSQL run: the test modules marked `postgres` (pytestmark; storage, engine, reminder
+# and leaderboard tests, and playing cards through discord.py, whose engine calls run on
+# worker threads there) run again on a throwaway PostgreSQL. Each stage runs whatever the one
+# before it said (a failed main run must not skip the PostgreSQL run); the target fails,
+# naming the stages that failed.
 test: $(STAMP)
 	@failed=""; \
 	$(VENV)/bin/lint-imports || failed="$$failed lint-imports"; \
 	$(VENV)/bin/pytest --ignore=$(ALONE) || failed="$$failed pytest"; \
 	$(VENV)/bin/pytest -q $(ALONE) || failed="$$failed pytest-alone"; \
-	tests/postgres.sh $(VENV)/bin/pytest -q $(POSTGRES_TESTS) || failed="$$failed postgresql"; \
+	tests/postgres.sh $(VENV)/bin/pytest -q -m postgres || failed="$$failed postgresql"; \
 	if [ -n "$$failed" ]; then echo "make test failed:$$failed" >&2; exit 1; fi
 
 bench: $(STAMP)

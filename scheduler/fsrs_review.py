@@ -65,7 +65,7 @@ def review_fsrs(state: FSRSState | None, quality: int, day: date) -> tuple[FSRSS
     The steps `Scheduler.review_card` takes for our scheduler (no learning or relearning
     steps, no fuzz: a card is new or in review), through the same formulas, without its
     Card copies and datetimes: a sixth of a graded answer's CPU went there. Tests hold it
-    equal to `review_card` (tests/test_schedulers.py)."""
+    equal to `review_card` (tests/engine/test_schedulers.py)."""
     rating = rating_for(quality)
     if state is None:
         stability = _SCHEDULER._initial_stability(rating=rating)

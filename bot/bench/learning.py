@@ -49,7 +49,7 @@ def run_learning(config: SimConfig, library: DeckLibrary | None = None,
         "cards": len(cards),
         "driver": "direct: scheduler/sm2.py, scheduler/fsrs_review.py, scheduler/grading.py "
                   "and scheduler/remediation.py with bot/engine/tutor.py's rules "
-                  "(tests/test_learning_sim.py holds it to the engine's decisions, SM-2 and "
+                  "(tests/bench/test_learning_sim.py holds it to the engine's decisions, SM-2 and "
                   "FSRS, remediation on and off)",
         "memory_model": MEMORY_MODEL,
         "learner_model": model.as_dict(),

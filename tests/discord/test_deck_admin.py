@@ -8,6 +8,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import discord
+import pytest
 import simcord.actors
 
 from bot.engine.tutor import Tutor
@@ -17,6 +18,8 @@ from scheduler.storage.store import Store
 from tests.helpers.discord import final
 from tests.helpers.engines import engine_of
 from tests.helpers.paths import FIXTURES
+
+pytestmark = pytest.mark.postgres
 
 DECK = (FIXTURES / "community.yaml").read_text(encoding="utf-8")
 REFUSED = "Only members with the **Manage Server** permission"

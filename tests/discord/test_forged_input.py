@@ -5,6 +5,8 @@ changes nothing."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.helpers.discord import (
     choose,
     custom_ids,
@@ -14,6 +16,8 @@ from tests.helpers.discord import (
     still_showing,
     store_now,
 )
+
+pytestmark = pytest.mark.postgres
 
 # Options of the "concept" topic's card (gradient-accumulation/purpose).
 RIGHT, WRONG, OTHER_WRONG = "split-batch-to-save-memory", "combine-gpus", "state-memory"

@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import discord
+import pytest
 
 from tests.helpers.discord import forged_slash, learner_of, pick_and_submit
+
+pytestmark = pytest.mark.postgres
 
 BACKWARD = "gradient-accumulation/backward"
 SCALE = "gradient-accumulation/scale-loss"  # tests step_instead_of_backward as well

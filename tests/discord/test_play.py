@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 import sqlalchemy as sa
 
 from bot.discord_ui.client import TutorBot
@@ -24,6 +25,8 @@ from tests.helpers.discord import (
     store_now,
 )
 from tests.helpers.engines import engine_of
+
+pytestmark = pytest.mark.postgres
 
 ZERO_GRAD = "gradient-accumulation/zero-grad"
 # The options of the "concept" topic's card (gradient-accumulation/purpose) these tests pick.

@@ -1,5 +1,5 @@
 """The correct answer to the code card gradient-accumulation/train-loop, shared by the
-checker's tests (tests/test_checker_train_loop.py) and the sandbox's (tests/sandbox/)."""
+checker's tests (tests/checkers/test_checker_train_loop.py) and the sandbox's (tests/sandbox/)."""
 
 REFERENCE = """\
 model.train()

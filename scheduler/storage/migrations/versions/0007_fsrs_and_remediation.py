@@ -7,7 +7,7 @@ Create Date: 2026-12-03
 Existing cards get their FSRS state by replaying their review log: the derivation of
 scheduler/replay.py as it stood when this migration was written, frozen below (issue 38.6)
 so that a later change to the rules cannot silently change what this migration does. It
-imports nothing of scheduler's rules; tests/test_schedulers.py holds that, and holds the
+imports nothing of scheduler's rules; tests/engine/test_schedulers.py holds that, and holds the
 frozen copy to scheduler.replay while the two still agree.
 
 It does use the `fsrs` package (py-fsrs), pinned in pyproject.toml (fsrs==6.3.2), through the

@@ -25,6 +25,8 @@ from tests.helpers.engines import engine_of
 from tests.helpers.paths import FIXTURES
 from tests.helpers.records import RIGHT
 
+pytestmark = pytest.mark.postgres
+
 TODAY = date(2026, 12, 2)
 WRONG = {"mini/clear": {"method": "step"},
          "mini/scale": {"divisor": "batch_size", "call": "backward"},

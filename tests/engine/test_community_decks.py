@@ -22,6 +22,8 @@ from tests.helpers.engines import engine_of
 from tests.helpers.hostile import alias_bomb
 from tests.helpers.paths import REPO
 
+pytestmark = pytest.mark.postgres
+
 GUILD, OTHER = 1001, 2002
 MOVE = "upload-basics/move"
 

@@ -11,6 +11,8 @@ import pytest
 from scheduler import leaderboard as lb
 from tests.helpers.records import RIGHT, record
 
+pytestmark = pytest.mark.postgres
+
 GUILD = 4242
 NOW = datetime(2026, 12, 2, 12, tzinfo=UTC)  # a Wednesday
 

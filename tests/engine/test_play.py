@@ -12,6 +12,8 @@ from scheduler.storage.db import downgrade, make_engine, upgrade
 from scheduler.storage.store import Store
 from tests.helpers.engines import engine_of
 
+pytestmark = pytest.mark.postgres
+
 RIGHT = {"method": "zero_grad"}
 
 

@@ -1,6 +1,6 @@
 """A click on a served card against whatever else moves it at the same time (issue 36,
 point 5): a hint on worker threads or in another process, and a new version of its deck
-stored by another process. Run on PostgreSQL too (Makefile's POSTGRES_TESTS), where the
+stored by another process. Run on PostgreSQL too (marked `postgres`), where the
 threads race for real."""
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from scheduler.storage.db import make_engine
 from scheduler.storage.store import Store
 from tests.helpers.decks import deck_yaml
 from tests.helpers.engines import engine_of
+
+pytestmark = pytest.mark.postgres
 
 GUILD = 1001
 MOVE = "upload-basics/move"

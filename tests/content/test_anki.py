@@ -12,10 +12,10 @@ import pytest
 from content.anki import export_apkg, note_guid, stable_id
 from content.loader import load_deck, parse_deck
 from content.schema import ChoiceCard, CodeCard, FillInCard
+from tests.helpers.paths import FIXTURES, REPO
 
-REPO = Path(__file__).resolve().parents[1]
 CANONICAL = REPO / "content" / "decks" / "gradient-accumulation.yaml"
-MINI = Path(__file__).parent / "fixtures" / "mini.yaml"
+MINI = FIXTURES / "mini.yaml"
 
 
 def _notes(apkg: Path, tmp_path: Path) -> dict[str, tuple[str, str, str, str]]:

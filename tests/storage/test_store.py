@@ -47,6 +47,8 @@ from scheduler.storage.store import (
 from tests.helpers.paths import REPO
 from tests.helpers.records import record
 
+pytestmark = pytest.mark.postgres
+
 NOW = datetime(2026, 12, 2, 12, tzinfo=UTC)
 DAY = date(2026, 12, 2)
 

@@ -1,6 +1,6 @@
 """The reminder sweep (bot/engine/reminders.py), with an injected clock and a fake Discord:
 once a day, never lost across a crash or a restart, closed DMs, two bot processes. When a
-reminder is due is tests/test_reminder_times.py."""
+reminder is due is tests/scheduler/test_reminder_times.py."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from bot.engine.reminders import LEASE, DMClosed, RateLimiter, Reminder, Reminde
 from scheduler.reminders import next_reminder
 from scheduler.storage.models import CardState, Learner
 from tests.helpers.records import record
+
+pytestmark = pytest.mark.postgres
 
 UTC0 = datetime(2026, 3, 1, tzinfo=UTC)
 

@@ -1,7 +1,7 @@
 """The blind solver's framing tricks (topic_chip, odd_one_out, no_absolutes) and the lint
 check they led to (one chip answering every value blank), on small in-memory decks.
 
-The bundled decks are judged against every trick in tests/test_deck_giveaways.py.
+The bundled decks are judged against every trick in tests/content/test_deck_giveaways.py.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The decks a server plays, changed at once by several admins (issue 25, point 6), and
 what removing or unsharing a deck ends (point 8). Run on SQLite and, under
-tests/postgres.sh, on PostgreSQL (the Makefile's POSTGRES_TESTS)."""
+tests/postgres.sh, on PostgreSQL (marked `postgres`)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from scheduler.storage.db import downgrade, make_engine, upgrade
 from scheduler.storage.store import Store
 from tests.helpers.decks import deck_yaml
 from tests.helpers.engines import engine_of
+
+pytestmark = pytest.mark.postgres
 
 GUILD, OTHER = 1001, 2002
 

@@ -200,8 +200,8 @@ def test_buggy_loops_report_exactly_their_mistakes(name):
 
 def test_every_mistake_id_is_covered():
     covered = {m for _, ids in BUGGY.values() for m in ids}
-    # Clipping and schedulers: tests/test_checker_real_patterns.py; hooks:
-    # tests/test_checker_hooks.py
+    # Clipping and schedulers: tests/checkers/test_checker_real_patterns.py; hooks:
+    # tests/checkers/test_checker_hooks.py
     assert covered | {"clip_every_micro_batch", "scheduler_every_micro_batch",
                       "clip_in_grad_hook"} == set(MISTAKES)
 

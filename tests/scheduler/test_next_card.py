@@ -1,5 +1,5 @@
 """Which card next (scheduler/next_card.py): the one order the engine and the simulator use.
-tests/test_learning_sim.py runs both on it and holds them to the same decisions."""
+tests/bench/test_learning_sim.py runs both on it and holds them to the same decisions."""
 
 from __future__ import annotations
 

@@ -10,15 +10,14 @@ import builtins
 import contextlib
 import io
 import re
-from pathlib import Path
 
 import pytest
 
 from content import checkers
 from content.loader import DECKS_DIR, load_deck
 from content.schema import BLANK_RE, ChoiceCard, CodeCard, FillInCard
+from tests.helpers.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 DECK_PATH = DECKS_DIR / "gradient-accumulation.yaml"
 # The seed page the deck was curated from, kept beside the deck it produced.
 SEED_PAGE = REPO / "content" / "sources" / "gradient-accumulation.txt"

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 
+import pytest
+
 from bot.engine.tutor import Tutor
 from content.loader import DeckLibrary, parse_deck
 from scheduler.remediation import (
@@ -19,6 +21,8 @@ from scheduler.remediation import (
 )
 from tests.helpers.engines import engine_of
 from tests.helpers.records import RIGHT
+
+pytestmark = pytest.mark.postgres
 
 TODAY = date(2026, 12, 2)
 LATER = TODAY + timedelta(days=30)

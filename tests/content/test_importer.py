@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 import yaml
@@ -11,8 +10,8 @@ import yaml
 from content.importer import import_file, import_page
 from content.loader import load_deck, parse_deck
 from content.schema import ChoiceCard, FillInCard
+from tests.helpers.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 SEED = REPO / "content" / "sources" / "gradient-accumulation.txt"
 CANONICAL = REPO / "content" / "decks" / "gradient-accumulation.yaml"
 

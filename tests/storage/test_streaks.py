@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from datetime import date
 
+import pytest
+
 from bot.engine.reminders import current_streak
 from tests.helpers.records import RIGHT
+
+pytestmark = pytest.mark.postgres
 
 
 def review_one(tutor, learner, mode="auto"):
