@@ -219,8 +219,7 @@ class Tutor:
         carries what a front end shows: the card, and the learner's day in the calendar
         the card was served in (the one its review is recorded in)."""
         card, deck = self.decks.served_card(served.card_id, served.card_rev)
-        verdict = self._judge(served, card, deck, response, stored, report)
-        return replace(verdict, card=card, today=self.served_today(verdict.served))
+        return self._judge(served, card, deck, response, stored, report)
 
     def _judge(self, served: Served, card: AnyCard, deck: DeckAt, response: Response,
                stored: bool, report: CodeReport | None) -> Verdict:
@@ -241,7 +240,8 @@ class Tutor:
         if not correct and attempt.attempts < MAX_ATTEMPTS:
             if stored and not self.store.served.advance(_advance(served, attempt, False, deck)):
                 raise AlreadyCounted("That click was already counted.")
-            return Verdict(attempt, False, False, findings)
+            return Verdict(attempt, False, False, findings, card=card,
+                           today=self.served_today(attempt))
         return self._finish(attempt, card, correct, findings,
                             advance=_advance(served, attempt, True, deck) if stored else None)
 
@@ -264,7 +264,8 @@ class Tutor:
             retried = replace(served, retries=served.retries + 1)
             if stored and not self.store.served.advance(_advance(served, retried, False, deck)):
                 raise AlreadyCounted("That code was already counted.")
-            return Verdict(retried, False, False, (), report=report, retry=True)
+            return Verdict(retried, False, False, (), report=report, retry=True, card=card,
+                           today=self.served_today(retried))
         # An id the deck does not register (one stored before uploads had to register every
         # id its checker reports) is told by the checker's own feedback alone, and not kept.
         registered = {m.id: m for m in self.library.deck_of(card.id).mistakes}
@@ -328,7 +329,8 @@ class Tutor:
         if not recorded.duplicate:
             record_answer(served.kind, recorded.correct)
         return Verdict(served, recorded.correct, True, findings, recorded.quality,
-                       recorded.due_day, recorded.interval, recorded.duplicate)
+                       recorded.due_day, recorded.interval, recorded.duplicate, card=card,
+                       today=today)
 
     def _fsrs_before(self, served: Served) -> FSRSState | None:
         """The FSRS state the review moves: the served card's, or for one served by a
