@@ -19,11 +19,11 @@ def _app(args, sandbox: bool = False):
 def _has_exercises(data: bytes) -> bool:
     """Whether the deck has behaviour cards to try (a deck with problems: the upload
     says which)."""
-    from bot.engine.exercises import exercises
+    from bot.engine import exercises_of
     from content.untrusted import UntrustedDeck, parse_untrusted
 
     try:
-        return bool(exercises(parse_untrusted(data)[0]))
+        return bool(exercises_of(parse_untrusted(data)[0]))
     except UntrustedDeck:
         return False
 

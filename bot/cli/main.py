@@ -60,7 +60,7 @@ def cmd_run(args) -> int:
 def cmd_deck_validate(args) -> int:
     """Every file through the upload's checks (Discord's limits too): a file from someone
     else is untrusted. Only the give-away pragma is honoured, as a draft may carry it."""
-    from bot.engine.deck_limits import check_limits
+    from bot.engine import check_limits
     from content.loader import DeckError, deck_files
     from content.untrusted import load_file
 

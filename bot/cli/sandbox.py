@@ -177,7 +177,7 @@ def _decks(db: str | None):
 
 def cmd_check(args) -> int:
     """Judge a code answer for a code card, as the bot would."""
-    from bot.engine.code_judge import report_from
+    from bot.engine import report_from
     from content.schema import CodeCard
 
     library = _decks(args.db)

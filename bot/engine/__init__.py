@@ -12,8 +12,10 @@ terminal, the web) import only from here (an import-linter contract holds them t
   `AlreadyCounted`, `Finished`, `Gone`, `NotYours`, `StaleCard`, `InvalidAnswer`,
   `RepeatedAnswer`, `TryAgain` (and `NotJudged`: our fault, nothing counted),
   `NeedsSandbox`, `DeckRejected`, `BadChoice`, `BadServerSetting`, `BadSetting`.
-- Words shared by the front ends: `feedback` (what a verdict says), `card_text`,
-  `when`, ...
+- Words shared by the front ends: `feedback_of` (what a verdict says), `card_text`,
+  `when`, ...; Discord's size limits (`DISCORD`), which uploads are measured by.
+- For the command line: `check_limits` (a deck file's limits), `exercises_of` (its behaviour
+  cards), `report_from` (a sandbox result as a `CodeReport`).
 
 Time is injected (`clock`), never read here. A served card is an immutable value that
 carries its own attempt state, so a front end can keep it anywhere (memory, the store,
@@ -22,8 +24,9 @@ a Discord custom_id) and the engine holds nothing between calls.
 
 from bot.engine.boards import Activity, BadChoice, Board, Missed, Standing
 from bot.engine.choice import SCHEDULERS, Choice
+from bot.engine.code_judge import report_from
 from bot.engine.community_decks import Checked, DeckRejected, DeckSummary, Draft, Uploaded
-from bot.engine.deck_limits import DISCORD, MessageLimits
+from bot.engine.deck_limits import DISCORD, MessageLimits, check_limits
 from bot.engine.errors import (
     AlreadyCounted,
     Finished,
@@ -37,6 +40,7 @@ from bot.engine.errors import (
     TryAgain,
     TutorError,
 )
+from bot.engine.exercises import exercises_of
 from bot.engine.feedback import (
     KIND_LABEL,
     LETTERS,
@@ -73,6 +77,6 @@ __all__ = [
     "Missed", "Mode", "NeedsSandbox", "NotJudged", "NotYours", "Progress", "Reminder",
     "ReminderSweep", "RepeatedAnswer", "Response", "Served", "StaleCard", "Standing",
     "TryAgain", "TutorError", "Uploaded", "Verdict", "answer_text", "card_text",
-    "current_streak", "feedback_of", "lettered", "numbered_code", "preview", "reminder_hour",
-    "retry_text", "shown", "when",
+    "check_limits", "current_streak", "exercises_of", "feedback_of", "lettered", "numbered_code",
+    "preview", "reminder_hour", "report_from", "retry_text", "shown", "when",
 ]

@@ -19,7 +19,7 @@ import yaml
 
 from bot.engine.deck_limits import check_limits
 from bot.engine.errors import TutorError
-from bot.engine.exercises import ExercisesUntried, exercise_problems, exercises
+from bot.engine.exercises import ExercisesUntried, exercise_problems, exercises_of
 from bot.engine.server_decks import Origin, ServerDecks
 from bot.engine.trials import TrialGate
 from bot.engine.tutor import Tutor
@@ -71,8 +71,8 @@ class Checked:
     version: int
 
     @property
-    def exercises(self) -> bool:
-        return bool(exercises(self.deck))
+    def exercises_of(self) -> bool:
+        return bool(exercises_of(self.deck))
 
 
 @dataclass(frozen=True)

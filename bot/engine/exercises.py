@@ -27,7 +27,7 @@ class ExercisesUntried(Exception):
     """The exercises could not be tried now (no sandbox, or a busy one): nothing is stored."""
 
 
-def exercises(deck: Deck) -> list[tuple[int, CodeCard]]:
+def exercises_of(deck: Deck) -> list[tuple[int, CodeCard]]:
     """The deck's behaviour cards with their index."""
     return [(i, card) for i, card in enumerate(deck.cards)
             if isinstance(card, CodeCard) and card.checker == checkers.BEHAVIOUR]
@@ -37,7 +37,7 @@ def exercise_problems(judge, deck: Deck, text: str, server: int) -> list[str]:
     """Every problem of the deck's exercises, as "line N: message" ([] for none), tried
     for `server`'s upload. `judge`: the engine's code judge (None without a sandbox).
     ExercisesUntried when they cannot be tried now."""
-    cards = exercises(deck)
+    cards = exercises_of(deck)
     if not cards:
         return []
     line = line_finder(text)
