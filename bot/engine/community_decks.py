@@ -71,7 +71,7 @@ class Checked:
     version: int
 
     @property
-    def exercises_of(self) -> bool:
+    def exercises(self) -> bool:
         return bool(exercises_of(self.deck))
 
 
