@@ -57,7 +57,10 @@ def report(socks):
                 if not sys.stdin.readline():
                     return
                 continue
-            data = r.recv(1 << 16)
+            try:
+                data = r.recv(1 << 16)
+            except OSError:  # reset: the service closed it
+                data = b""
             if not data:
                 print(json.dumps({"i": index[r], "closed": True}), flush=True)
                 del buffers[r]
@@ -72,7 +75,10 @@ HOLDER = REPORTER + """
 path, n, code = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 socks = [connect(path) for _ in range(n)]
 for i, s in enumerate(socks):
-    s.sendall(request(i, code))
+    try:
+        s.sendall(request(i, code))
+    except OSError:  # closed by the service already (under load, before the send): report
+        pass  # reads its end and says "closed"
 report(socks)
 """
 # One connection, n runs: without a learner, or each naming sys.argv[4].
