@@ -3,8 +3,9 @@
 What is followed (open-spaced-repetition/srs-benchmark: README "Evaluation",
 features/base.py, utils.py `rmse_matrix`, models/sm2.py, models/fsrs_v6.py), in a simple form:
 
-- **What is predicted.** A card's reviews in time order. A review on a later day than the
-  card's previous review is *evaluated*: each model predicts the probability of recall from
+- **What is predicted.** A card's reviews in time order. A review a day or more after the
+  card's previous review (whole days: study days in this product's log, 24-hour periods in
+  an Anki log) is *evaluated*: each model predicts the probability of recall from
   the card's earlier reviews, and the outcome is whether it was recalled (rating above
   Again). A card's first review and same-day repeats are not evaluated (srs-benchmark:
   "same-day reviews are not used for evaluation"); FSRS still takes same-day repeats into
@@ -41,7 +42,7 @@ import math
 import time
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from scheduler import fsrs_fit
 from scheduler.fsrs_review import next_memory, rating_for, recall_after, scheduler_with
@@ -58,17 +59,19 @@ EPSILON = 1e-15  # predictions are clipped to [EPSILON, 1 - EPSILON] for the log
 
 @dataclass(frozen=True, slots=True)
 class Review:
-    """One review of one card. ``day`` is a day number (days count whole); ``rating`` is
-    FSRS's (1 Again .. 4 Easy), ``quality`` SM-2's (0..5), ``recalled`` the outcome."""
+    """One review of one card. ``day``: when, in days (a study day's number for this
+    product; the elapsed time between two reviews counts whole days, rounded down);
+    ``rating`` is FSRS's (1 Again .. 4 Easy), ``quality`` SM-2's (0..5), ``recalled`` the
+    outcome."""
 
     card: Hashable
-    day: int
+    day: float
     rating: int
     quality: int
     recalled: bool
 
     @classmethod
-    def rated(cls, card: Hashable, day: int, rating: int) -> Review:
+    def rated(cls, card: Hashable, day: float, rating: int) -> Review:
         """An Anki (py-fsrs) review: SM-2's quality is the rating + 1, as srs-benchmark's
         SM-2 takes it (Again 2, Hard 3, Good 4, Easy 5)."""
         if rating not in (1, 2, 3, 4):
@@ -216,11 +219,10 @@ def by_card(reviews: Sequence[Review]) -> tuple[list[list[tuple[int, Review]]], 
         cards[index[r.card]].append((pos, r))
     items = []
     for c, history in enumerate(cards):
-        last_day, reps, lapses = history[0][1].day, 1, 0
-        for step, (pos, r) in enumerate(history[1:], start=1):
-            elapsed = max(0, r.day - last_day)
-            last_day = max(last_day, r.day)
-            if elapsed < 1:
+        reps, lapses = 1, 0
+        for step, ((pos, r), elapsed) in enumerate(zip(history, _elapsed(history),
+                                                       strict=True)):
+            if step == 0 or elapsed < 1:
                 continue
             reps += 1
             items.append(Scored(pos, c, step, elapsed, reps, lapses, r.recalled))
@@ -230,9 +232,10 @@ def by_card(reviews: Sequence[Review]) -> tuple[list[list[tuple[int, Review]]], 
 
 
 def _elapsed(history: list[tuple[int, Review]]) -> list[int]:
+    """Whole days since the card's previous review (a review logged before it: 0)."""
     out, last = [0], history[0][1].day
     for _, r in history[1:]:
-        out.append(max(0, r.day - last))
+        out.append(math.floor(max(0, r.day - last)))
         last = max(last, r.day)
     return out
 
@@ -350,19 +353,17 @@ def evaluate(reviews: Sequence[Review], *, splits: int = SPLITS, fit: bool = Tru
 
 # -- py-fsrs's CSV review log ---------------------------------------------------------------
 
-ROLLOVER = timedelta(hours=4)
-
-
 def reviews_from_pyfsrs_csv(rows: Iterable[dict]) -> list[Review]:
     """py-fsrs's test log format (card_id, review_rating 1..4, review_time ISO 8601,
-    review_duration), in time order. A review's day is its UTC date with the day rolling
-    over at 04:00, the product's default study day (the log gives no time zone)."""
+    review_duration), in time order. The log gives no time zone, so days are py-fsrs's own
+    (`Scheduler.get_card_retrievability`, the optimizer): whole 24-hour periods since the
+    card's last review; less than 24 hours is a same-day review."""
     out = []
     for n, row in enumerate(rows, start=2):
         try:
             at = datetime.fromisoformat(row["review_time"])
-            at = (at if at.tzinfo else at.replace(tzinfo=UTC)).astimezone(UTC)
-            out.append((at, n, Review.rated(row["card_id"], (at - ROLLOVER).date().toordinal(),
+            at = at if at.tzinfo else at.replace(tzinfo=UTC)
+            out.append((at, n, Review.rated(row["card_id"], at.timestamp() / 86_400,
                                             int(row["review_rating"]))))
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"line {n}: {exc}: need card_id, review_rating (1-4) and "

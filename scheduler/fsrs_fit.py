@@ -86,7 +86,8 @@ def _tensors(batch: Sequence[FitSequence], length: int):
 def _forward(w, elapsed, ratings, valid):
     """The predicted recall before every review ([cards, length]; column 0, the first
     review, is 0): py-fsrs 6.3.2's formulas (Scheduler._initial_stability ... _next_difficulty)
-    on tensors, step by step."""
+    on tensors, step by step. What depends on the ratings alone is computed for every step
+    at once, before the loop."""
     import torch
 
     decay = -w[20]
@@ -94,26 +95,31 @@ def _forward(w, elapsed, ratings, valid):
     first = ratings[:, 0]
     s = w[first - 1].clamp(min=STABILITY_MIN)
     d = (w[4] - torch.exp(w[5] * (first - 1)) + 1).clamp(1, 10)
-    easy_d0 = w[4] - torch.exp(w[5] * 3) + 1
+    easy_d0 = w[7] * (w[4] - torch.exp(w[5] * 3) + 1)
+    # per review: short-term growth's rating part, Hard's penalty and Easy's bonus, the
+    # difficulty step, which branch
+    short_gain = torch.exp(w[17] * (ratings - 3 + w[18]))
+    bonus = torch.where(ratings == 2, w[15], 1.0) * torch.where(ratings == 4, w[16], 1.0)
+    d_step = -w[6] * (ratings - 3) / 9
+    at_least_hard = ratings >= 2
+    short_term, recalled = elapsed < 1, ratings > 1
+    growth, forget_cap = torch.exp(w[8]), torch.exp(w[17] * w[18])
     predictions = [torch.zeros_like(s)]
     for t in range(1, ratings.shape[1]):
-        e, g, v = elapsed[:, t], ratings[:, t], valid[:, t]
-        r = (1 + factor * e / s) ** decay
+        r = (1 + factor * elapsed[:, t] / s) ** decay
         predictions.append(r)
-        sinc = torch.exp(w[17] * (g - 3 + w[18])) * s ** -w[19]
-        short = s * torch.where(g >= 2, sinc.clamp(min=1.0), sinc)
-        recall = s * (1 + torch.exp(w[8]) * (11 - d) * s ** -w[9]
-                      * (torch.exp((1 - r) * w[10]) - 1)
-                      * torch.where(g == 2, w[15], torch.ones_like(s))
-                      * torch.where(g == 4, w[16], torch.ones_like(s)))
+        sinc = short_gain[:, t] * s ** -w[19]
+        short = s * torch.where(at_least_hard[:, t], sinc.clamp(min=1.0), sinc)
+        recall = s * (1 + growth * (11 - d) * s ** -w[9] * (torch.exp((1 - r) * w[10]) - 1)
+                      * bonus[:, t])
         forget = torch.minimum(
             w[11] * d ** -w[12] * ((s + 1) ** w[13] - 1) * torch.exp((1 - r) * w[14]),
-            s / torch.exp(w[17] * w[18]))
-        new_s = torch.where(e < 1, short, torch.where(g > 1, recall, forget))
-        new_s = new_s.clamp(min=STABILITY_MIN)
-        new_d = (w[7] * easy_d0 + (1 - w[7]) * (d + (10 - d) * (-w[6] * (g - 3)) / 9)).clamp(1, 10)
-        s = torch.where(v, new_s, s)
-        d = torch.where(v, new_d, d)
+            s / forget_cap)
+        new_s = torch.where(short_term[:, t], short, torch.where(recalled[:, t], recall, forget))
+        new_d = easy_d0 + (1 - w[7]) * (d + (10 - d) * d_step[:, t])
+        v = valid[:, t]
+        s = torch.where(v, new_s.clamp(min=STABILITY_MIN), s)
+        d = torch.where(v, new_d.clamp(1, 10), d)
     return torch.stack(predictions, dim=1)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import csv
 import gzip
 import math
-from datetime import date
+from datetime import UTC, datetime
 
 import pytest
 
@@ -126,15 +126,20 @@ def test_the_tensor_fsrs_is_py_fsrs_as_the_product_runs_it(public_log):
                 memory = next_memory(memory, rating, elapsed, scheduler)
 
 
-def test_the_pyfsrs_csv_days_roll_over_at_4_utc_and_rows_are_sorted_by_time():
-    rows = [{"card_id": "x", "review_rating": "3", "review_time": "2024-03-30T04:00:00+00:00"},
-            {"card_id": "x", "review_rating": "1", "review_time": "2024-03-30T03:59:00+00:00"},
+def test_the_pyfsrs_csv_counts_24_hour_days_as_py_fsrs_does_and_is_sorted_by_time():
+    rows = [{"card_id": "x", "review_rating": "3", "review_time": "2024-03-31T03:58:00Z"},
+            {"card_id": "x", "review_rating": "1", "review_time": "2024-03-30T04:00:00+00:00"},
+            {"card_id": "x", "review_rating": "2", "review_time": "2024-04-01T04:00:00+00:00"},
             {"card_id": "y", "review_rating": "4", "review_time": "2024-03-30T05:00:00+02:00"}]
     reviews = reviews_from_pyfsrs_csv(rows)
-    march_29 = date(2024, 3, 29).toordinal()
-    # y's 05:00+02:00 is 03:00 UTC: first, and still March 29's study day
-    assert [(r.card, r.day - march_29, r.rating, r.quality, r.recalled) for r in reviews] == [
-        ("y", 0, 4, 5, True), ("x", 0, 1, 2, False), ("x", 1, 3, 4, True)]
+    start = datetime(2024, 3, 30, 3, tzinfo=UTC).timestamp() / 86_400
+    assert [(r.card, round((r.day - start) * 24 * 60), r.rating, r.quality, r.recalled)
+            for r in reviews] == [("y", 0, 4, 5, True), ("x", 60, 1, 2, False),
+                                  ("x", 24 * 60 + 58, 3, 4, True),
+                                  ("x", 49 * 60, 2, 3, True)]
+    # 23 h 58 min after the first: the same day; the third a day (1 d 2 min) after the second
+    _, scored = by_card(reviews)
+    assert [(s.pos, s.elapsed) for s in scored] == [(3, 1)]
     with pytest.raises(ValueError, match="line 2"):
         reviews_from_pyfsrs_csv([{"card_id": "x", "review_rating": "5",
                                   "review_time": "2024-03-30T04:00:00"}])
@@ -145,10 +150,10 @@ def test_the_pyfsrs_csv_days_roll_over_at_4_utc_and_rows_are_sorted_by_time():
 def test_on_the_public_log_fsrs_default_predicts_better_than_sm2(public_log):
     """The README's numbers (`tutor fsrs evaluate --csv ... --no-fit`)."""
     result = evaluate(public_log, fit=False)
-    assert (result.reviews, result.cards, result.evaluated) == (12_580, 1_205, 5_230)
+    assert (result.reviews, result.cards, result.evaluated) == (12_580, 1_205, 4_440)
     sm2, fsrs = result.score("SM-2"), result.score("FSRS-6 default")
-    assert sm2.log_loss == pytest.approx(0.5133, abs=5e-5)
-    assert fsrs.log_loss == pytest.approx(0.4422, abs=5e-5)
+    assert sm2.log_loss == pytest.approx(0.5014, abs=5e-5)
+    assert fsrs.log_loss == pytest.approx(0.4400, abs=5e-5)
     assert fsrs.log_loss < sm2.log_loss and fsrs.rmse_bins < sm2.rmse_bins
     assert fsrs.auc > sm2.auc
 
