@@ -18,7 +18,8 @@ features/base.py, utils.py `rmse_matrix`, models/sm2.py, models/fsrs_v6.py), in 
 - **Metrics.** Log loss; AUC (the chance that a recalled review got a higher prediction than
   a forgotten one, ties counting half); RMSE(bins): the evaluated reviews grouped by interval
   (days since the last review), review number (srs-benchmark's `i`: 1 + the reviews on
-  later days so far) and lapses (earlier reviews on a later day rated Again), each on a
+  later days so far) and lapses (earlier reviews on a later day not recalled: rated Again,
+  in srs-benchmark; the outcome, so that grade maps are binned alike), each on a
   logarithmic scale with srs-benchmark's bases (3.62, 1.89, 1.73); per bin the mean
   prediction against the recall rate, the root of the squared differences averaged with
   the bins' sizes as weights. (Older FSRS texts binned by predicted R; srs-benchmark bins
@@ -226,7 +227,7 @@ def by_card(reviews: Sequence[Review]) -> tuple[list[list[tuple[int, Review]]], 
                 continue
             reps += 1
             items.append(Scored(pos, c, step, elapsed, reps, lapses, r.recalled))
-            lapses += r.rating == 1
+            lapses += not r.recalled
     items.sort(key=lambda item: item.pos)
     return cards, items
 
