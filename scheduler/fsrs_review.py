@@ -22,18 +22,30 @@ judges a card too easy; a fast click on a multiple-choice card is not that judge
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 
 from fsrs import Card, Rating, Scheduler, State
+from fsrs.scheduler import DEFAULT_PARAMETERS
 
 from scheduler.sm2 import check_quality
 
-__all__ = ["DESIRED_RETENTION", "FSRSState", "rating_for", "review_fsrs"]
+__all__ = ["DESIRED_RETENTION", "FSRSState", "next_memory", "rating_for", "recall_after",
+           "review_fsrs", "scheduler_with"]
 
 DESIRED_RETENTION = 0.9
-_SCHEDULER = Scheduler(desired_retention=DESIRED_RETENTION, learning_steps=(),
-                       relearning_steps=(), enable_fuzzing=False)
+
+
+def scheduler_with(parameters: Sequence[float] = DEFAULT_PARAMETERS) -> Scheduler:
+    """py-fsrs's scheduler as the product runs it (no learning steps, no fuzz), with these
+    parameters: the defaults for the product, fitted ones for an evaluation
+    (scheduler/evaluation.py)."""
+    return Scheduler(parameters=parameters, desired_retention=DESIRED_RETENTION,
+                     learning_steps=(), relearning_steps=(), enable_fuzzing=False)
+
+
+_SCHEDULER = scheduler_with()
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,22 +80,36 @@ def review_fsrs(state: FSRSState | None, quality: int, day: date) -> tuple[FSRSS
     equal to `review_card` (tests/engine/test_schedulers.py)."""
     rating = rating_for(quality)
     if state is None:
-        stability = _SCHEDULER._initial_stability(rating=rating)
-        difficulty = _SCHEDULER._initial_difficulty(rating=rating, clamp=True)
+        stability, difficulty = next_memory(None, rating, 0)
     else:
         if day < state.last_day:
             day = state.last_day
-        elapsed = (day - state.last_day).days
-        if elapsed < 1:
-            stability = _SCHEDULER._short_term_stability(stability=state.stability,
-                                                         rating=rating)
-        else:
-            recall = (1 + _SCHEDULER._FACTOR * elapsed / state.stability) ** _SCHEDULER._DECAY
-            stability = _SCHEDULER._next_stability(
-                difficulty=state.difficulty, stability=state.stability,
-                retrievability=recall, rating=rating)
-        difficulty = _SCHEDULER._next_difficulty(difficulty=state.difficulty, rating=rating)
+        stability, difficulty = next_memory((state.stability, state.difficulty), rating,
+                                            (day - state.last_day).days)
     return FSRSState(stability, difficulty, day), _SCHEDULER._next_interval(stability=stability)
+
+
+def next_memory(memory: tuple[float, float] | None, rating: Rating, elapsed: int,
+                scheduler: Scheduler = _SCHEDULER) -> tuple[float, float]:
+    """(stability, difficulty) after a review rated ``rating``, ``elapsed`` whole days after
+    the card's last review (``memory``, its (stability, difficulty) then; None: the card's
+    first review). A review the same day (elapsed < 1) moves short-term stability."""
+    if memory is None:
+        return (scheduler._initial_stability(rating=rating),
+                scheduler._initial_difficulty(rating=rating, clamp=True))
+    stability, difficulty = memory
+    if elapsed < 1:
+        stability = scheduler._short_term_stability(stability=stability, rating=rating)
+    else:
+        stability = scheduler._next_stability(
+            difficulty=difficulty, stability=stability,
+            retrievability=recall_after(stability, elapsed, scheduler), rating=rating)
+    return stability, scheduler._next_difficulty(difficulty=difficulty, rating=rating)
+
+
+def recall_after(stability: float, elapsed: float, scheduler: Scheduler = _SCHEDULER) -> float:
+    """FSRS's probability of recall ``elapsed`` days after a review that left ``stability``."""
+    return (1 + scheduler._FACTOR * elapsed / stability) ** scheduler._DECAY
 
 
 def review_card_fsrs(state: FSRSState | None, quality: int,

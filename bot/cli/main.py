@@ -157,6 +157,7 @@ def cmd_bench(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from bot.bench import BENCHMARKS
     from bot.cli.deck import add_commands as add_deck_commands
+    from bot.cli.fsrs import add_commands as add_fsrs_commands
     from bot.cli.sandbox import add_commands as add_sandbox_commands
     from scheduler.choice import SchedulerName
 
@@ -212,6 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
     db_upgrade = db.add_parser("upgrade", help="apply migrations")
     db_upgrade.add_argument("--db", help="SQLite file (default: $DATABASE_URL)")
     db_upgrade.set_defaults(func=cmd_db_upgrade)
+
+    add_fsrs_commands(sub)
 
     bench = sub.add_parser("bench", help="benchmarks (JSON on stdout)")
     bench.add_argument("name", choices=sorted(BENCHMARKS))

@@ -41,7 +41,9 @@ class SimConfig:
 
 @dataclass
 class Outcome:
-    """One policy's run. ``log``: (learner, day, card, kind, quality) per serve, if asked."""
+    """One policy's run. ``log``: (learner, day, card, kind, quality, answer) per serve, if
+    asked (the `Answer`: attempts, hint, latency; bot/bench/fsrs_evaluate.py grades it
+    other ways)."""
 
     policy: str
     retention: float = 0.0
@@ -129,7 +131,7 @@ def simulate(policy: Policy, cards: list[SimCard], config: SimConfig,
                 out.serves[pick.kind] = out.serves.get(pick.kind, 0) + 1
                 out.attempts += answer.attempts
                 if keep_log:
-                    out.log.append((profile.index, day, pick.card_id, pick.kind, quality))
+                    out.log.append((profile.index, day, pick.card_id, pick.kind, quality, answer))
                 if card.id not in first_today:
                     first_today.add(card.id)
                     met.setdefault(card.id, day)

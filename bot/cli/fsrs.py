@@ -1,0 +1,130 @@
+"""`tutor fsrs evaluate`: how well SM-2 and FSRS predict recall on a review log (issue 39.2):
+the product's database, py-fsrs's CSV log, or a simulated server under several grade maps."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import sys
+from pathlib import Path
+
+SOURCES = {"db": "the review log of --db", "csv": "py-fsrs CSV log", "sim": "simulated server"}
+
+
+def _database_reviews(db: str):
+    """The review log's scheduling reviews (new and due: what moves the product's states),
+    in the order they were recorded; a card whose content changed starts over (restart)."""
+    import sqlalchemy as sa
+
+    from scheduler.evaluation import Review
+    from scheduler.replay import SCHEDULING
+    from scheduler.storage.db import make_engine, sqlite_url
+
+    if "://" not in db:
+        if not Path(db).is_file():
+            raise ValueError(f"{db}: no such database file")
+        db = sqlite_url(db)
+    log = sa.table("review_log", *(sa.column(n) for n in (
+        "id", "learner_id", "card_id", "kind", "quality", "study_day", "restart")))
+    engine = make_engine(db)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(sa.select(log.c.learner_id, log.c.card_id, log.c.quality,
+                                          log.c.study_day, log.c.restart)
+                                .where(log.c.kind.in_(SCHEDULING)).order_by(log.c.id)).all()
+    except sa.exc.DBAPIError as exc:
+        raise ValueError(f"cannot read the review log: {exc.orig}") from None
+    finally:
+        engine.dispose()
+    restarts: dict[tuple, int] = {}
+    reviews = []
+    for r in rows:
+        key = (r.learner_id, r.card_id)
+        if r.restart:
+            restarts[key] = restarts.get(key, 0) + 1
+        day = r.study_day if not isinstance(r.study_day, str) else _date(r.study_day)
+        reviews.append(Review.graded((*key, restarts.get(key, 0)), day.toordinal(), r.quality))
+    return reviews
+
+
+def _date(text: str):
+    from datetime import date
+
+    return date.fromisoformat(text)
+
+
+def _csv_reviews(path: str):
+    from scheduler.evaluation import reviews_from_pyfsrs_csv
+
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8", newline="") as f:
+        return reviews_from_pyfsrs_csv(csv.DictReader(f))
+
+
+def _table(evaluation: dict) -> list[str]:
+    lines = [f"{evaluation['reviews']:,} reviews of {evaluation['cards']:,} cards; "
+             f"{evaluation['evaluated']:,} evaluated (time-series split: {evaluation['splits']} "
+             f"folds after the first {evaluation['trained_only']:,})",
+             f"  {'model':<20} {'log loss':>9} {'RMSE(bins)':>11} {'AUC':>7}"]
+    for model, m in evaluation["models"].items():
+        auc = "-" if m["auc"] is None else f"{m['auc']:.4f}"
+        lines.append(f"  {model:<20} {m['log_loss']:>9.4f} {m['rmse_bins']:>11.4f} {auc:>7}")
+    return lines
+
+
+def cmd_fsrs_evaluate(args) -> int:
+    from scheduler.evaluation import evaluate
+
+    try:
+        if args.sim:
+            from bot.bench.fsrs_evaluate import LEARNERS, evaluate_simulated
+
+            result = evaluate_simulated(args.n or LEARNERS, seed=args.seed,
+                                        splits=args.splits, fit=not args.no_fit)
+        else:
+            source = args.csv or args.db
+            reviews = _csv_reviews(args.csv) if args.csv else _database_reviews(args.db)
+            result = {"source": f"{SOURCES['csv' if args.csv else 'db']}: {source}",
+                      **evaluate(reviews, splits=args.splits, fit=not args.no_fit).as_dict()}
+    except (OSError, ValueError) as exc:
+        print(f"tutor fsrs evaluate: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    print(result["source"])
+    if args.sim:
+        print(f"outcome: {result['outcome']}")
+        for name, evaluation in result["maps"].items():
+            print(f"\ngrade map {name}: {evaluation['description']}")
+            print("\n".join(_table(evaluation)))
+    else:
+        print("\n".join(_table(result)))
+    return 0
+
+
+def add_commands(sub) -> None:
+    """Add `tutor fsrs evaluate`."""
+    fsrs = sub.add_parser("fsrs", help="FSRS beside SM-2").add_subparsers(
+        dest="fsrs_command", required=True)
+    evaluate = fsrs.add_parser(
+        "evaluate", help="log loss, RMSE(bins) and AUC of SM-2 and FSRS (default and fitted) "
+                         "on a review log (srs-benchmark's method)")
+    source = evaluate.add_mutually_exclusive_group(required=True)
+    source.add_argument("--db", help="a database: SQLite file or SQLAlchemy URL (its "
+                                     "review_log, graded as the product grades it)")
+    source.add_argument("--csv", metavar="FILE",
+                        help="a py-fsrs review log: card_id, review_rating, review_time "
+                             "(.csv or .csv.gz)")
+    source.add_argument("--sim", action="store_true",
+                        help="a simulated server, under each grade map")
+    evaluate.add_argument("-n", type=int, default=None,
+                          help="--sim: learners (default 300)")
+    evaluate.add_argument("--seed", type=int, default=0, help="--sim: the simulation's seed")
+    evaluate.add_argument("--splits", type=int, default=5,
+                          help="time-series splits (default 5, as srs-benchmark)")
+    evaluate.add_argument("--no-fit", action="store_true",
+                          help="only the models without parameters (SM-2, FSRS-6 default)")
+    evaluate.add_argument("--json", action="store_true", help="one line of JSON")
+    evaluate.set_defaults(func=cmd_fsrs_evaluate)

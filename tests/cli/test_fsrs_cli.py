@@ -1,0 +1,89 @@
+"""`tutor fsrs evaluate` on a database the engine wrote, on py-fsrs's CSV log, and its
+refusals."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import sqlalchemy as sa
+
+from bot.bench.sim.deck import sim_cards
+from bot.bench.sim.engine_policy import EnginePolicy
+from bot.bench.sim.run import SimConfig, simulate
+from content.loader import DeckLibrary
+from scheduler.evaluation import MODELS
+from tests.helpers.cli import tutor
+from tests.helpers.paths import FIXTURES
+
+
+@pytest.fixture(scope="module")
+def engine_db(tmp_path_factory):
+    """Four simulated learners' 30 days through the real engine (SM-2, our grade map) on a
+    SQLite file: its review_log as the bot writes it."""
+    folder = tmp_path_factory.mktemp("engine")
+    library = DeckLibrary.load()
+    policy = EnginePolicy(folder, library, "sm2", False)
+    try:
+        simulate(policy, sim_cards(library.cards(None)),
+                 SimConfig(learners=4, days=30, seed=5, new_per_day=6))
+    finally:
+        policy.close()
+    return folder / "learning.db"
+
+
+def test_evaluate_reads_the_scheduling_reviews_of_the_engines_log(engine_db):
+    result = tutor("fsrs", "evaluate", "--db", str(engine_db), "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    with sa.create_engine(f"sqlite:///{engine_db}").connect() as conn:
+        kinds = dict(conn.execute(sa.text(
+            "SELECT kind, count(*) FROM review_log GROUP BY kind")).all())
+    assert kinds["drill"] > 0  # drills are logged, and are not scheduling reviews
+    assert report["reviews"] == kinds["new"] + kinds["review"]
+    assert report["cards"] == kinds["new"]  # every card met once as new, never restarted
+    assert list(report["models"]) == list(MODELS)
+    for scores in report["models"].values():
+        assert 0 < scores["log_loss"] < 2 and 0 <= scores["rmse_bins"] <= 1
+    # too few reviews to fill one batch: the fit keeps py-fsrs's defaults
+    assert report["models"]["FSRS-6 fitted"] == report["models"]["FSRS-6 default"]
+
+
+def test_evaluate_prints_a_table(engine_db):
+    result = tutor("fsrs", "evaluate", "--db", f"sqlite:///{engine_db}", "--no-fit")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"the review log of --db: sqlite:///{engine_db}"
+    assert "evaluated (time-series split: 5 folds after the first" in lines[1]
+    assert lines[2].split() == ["model", "log", "loss", "RMSE(bins)", "AUC"]
+    assert [line.split()[0] for line in lines[3:]] == ["SM-2", "FSRS-6"]
+
+
+def test_evaluate_reads_pyfsrs_csv(tmp_path):
+    rows = ["card_id,review_rating,review_time,review_duration"]
+    for card in range(12):
+        for day, rating in ((1, 3), (2, 3 if card % 3 else 1), (5, 3), (12, 1 + card % 4)):
+            rows.append(f"{card},{rating},2024-04-{day:02d}T18:00:00+00:00,5000")
+    log = tmp_path / "log.csv"
+    log.write_text("\n".join(rows) + "\n")
+    result = tutor("fsrs", "evaluate", "--csv", str(log), "--json", "--no-fit")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert (report["reviews"], report["cards"], report["splits"]) == (48, 12, 5)
+    assert report["evaluated"] + report["trained_only"] == 36
+    public = tutor("fsrs", "evaluate", "--csv", str(
+        FIXTURES / "review_logs_josh_1711744352250_to_1728234780857.csv.gz"), "--no-fit",
+        "--json")
+    assert json.loads(public.stdout)["reviews"] == 12_580
+
+
+def test_evaluate_refuses_a_missing_source_with_one_line(tmp_path):
+    missing = tutor("fsrs", "evaluate", "--db", str(tmp_path / "none.db"))
+    assert missing.returncode == 2 and not (tmp_path / "none.db").exists()
+    assert missing.stderr.strip() == f"tutor fsrs evaluate: {tmp_path / 'none.db'}: no such " \
+                                     "database file"
+    bad = tmp_path / "bad.csv"
+    bad.write_text("card_id,review_rating,review_time\n1,7,2024-04-01T00:00:00\n")
+    refused = tutor("fsrs", "evaluate", "--csv", str(bad))
+    assert refused.returncode == 2 and "line 2" in refused.stderr
+    assert tutor("fsrs", "evaluate").returncode == 2  # a source is required
