@@ -225,6 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="faults: the tests' short limits, heartbeats and takeovers; "
                             "trials: 2 s naps")
     bench.add_argument("--only", help="faults: these faults only (comma-separated names)")
+    bench.add_argument("--world", choices=["fsrs", "actr"], default=None,
+                       help="learning, remediation: the simulated learners' memory model "
+                            "(default fsrs: FSRS-4.5's own; actr: ACT-R's activation)")
     bench.set_defaults(func=cmd_bench)
     return parser
 
