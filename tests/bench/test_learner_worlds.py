@@ -199,3 +199,13 @@ def test_bench_remediation_reports_both_decks_in_the_world_asked_for():
     bundled = report["decks"]["bundled"]["config"]
     assert bundled["learners"] == 4 and bundled["tested_by_one_card"] > 0
     assert report["decks"]["synthetic"]["measures"]["lure_day90"]["on-off"]["n"] > 0
+
+
+def test_actr_exposures_at_one_instant_stay_finite():
+    """One answer can explain a mistake several times at the same moment; an easy learner's
+    trace ages slower, but never below a second: the activation stays bounded."""
+    memory = ActrMemory.first(False, 0.5, ease=3.0)
+    for _ in range(30):
+        memory.exposed(False, 0.5)
+    assert memory.activation(0.5) <= memory.beta + math.log(31) + 1e-9
+    assert 0 < memory.recall_probability(0.6) <= 1

@@ -22,7 +22,7 @@ What the paper fits per learner and item, the simulation sets (its own choices, 
   in the FSRS-4.5 world (R(1 day, S0 = w0) = 0.822), minus BETA_PER_DIFFICULTY for each step
   of the card's difficulty (easy -1, medium 0, hard +1);
 - ``ease`` (the learner's factor times the card's, as in the FSRS world) divides a trace's
-  age: an easier card ages slower, as a larger stability does in FSRS.
+  age (at least a second): an easier card ages slower, as a larger stability does in FSRS.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ A, C = 0.177, 0.217  # decay intercept and scale
 TAU, S = -0.704, 0.255  # recall threshold and noise
 H = 0.025  # how fast time passes between sessions (seconds per second)
 SECONDS_PER_DAY = 86_400
-MIN_AGE_S = 1.0  # a trace is at least a second old (keeps age ** -d finite)
+MIN_AGE_S = 1.0  # a trace is at least a second old, ease counted: each term is at most 1,
+# so several exposures at one instant (one answer's explanations) cannot run away
 ANCHOR = retrievability(1.0, FSRS45_WEIGHTS[0])  # the FSRS world, a day after a first miss
 BETA = TAU - S * math.log(1 / ANCHOR - 1) + A * math.log(H * SECONDS_PER_DAY)
 BETA_PER_DIFFICULTY = 0.1
@@ -50,7 +51,7 @@ def psychological_age(laid: float, at: float) -> float:
     seconds = max(0.0, at - laid) * SECONDS_PER_DAY
     if math.floor(laid) != math.floor(at):
         seconds *= H
-    return max(MIN_AGE_S, seconds)
+    return seconds
 
 
 @dataclass(slots=True)
@@ -72,7 +73,7 @@ class ActrMemory:
         return memory
 
     def activation(self, at: float) -> float:
-        total = sum((psychological_age(laid, at) / self.ease) ** -d
+        total = sum(max(MIN_AGE_S, psychological_age(laid, at) / self.ease) ** -d
                     for laid, d in self.traces if laid <= at)
         return self.beta + math.log(total) if total > 0 else -math.inf
 

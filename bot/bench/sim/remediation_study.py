@@ -54,7 +54,7 @@ class StudyConfig:
     learners: int = 300
     seed: int = 0
     days: int = 90
-    session_s: float | None = 600.0  # a session's fixed length (10 minutes)
+    session_s: float | None = 240.0  # a session's fixed length (4 minutes)
     new_per_day: int = 10
     world: str = "fsrs"
     scheduler: str = "sm2-ours"  # the product's default (POLICIES name, without +remediation)
