@@ -13,7 +13,7 @@ from typing import Any
 from content import checkers
 from content.checkers.behaviour import MAX_GIVEN, NAME_MAX
 from content.giveaways import check_giveaways, spells_out
-from content.schema import BLANK_RE, ChoiceCard, CodeCard, Deck, FillInCard
+from content.schema import BLANK_RE, ChoiceCard, CodeCard, Deck, FillInCard, tested_mistakes
 
 Path = tuple[Any, ...]
 Problem = tuple[Path, str]
@@ -26,6 +26,20 @@ def check_deck(deck: Deck, *, giveaways: bool = True) -> list[Problem]:
     if giveaways:
         problems += check_giveaways(deck)
     return problems
+
+
+def remediation_notes(deck: Deck) -> list[Problem]:
+    """Notes, not problems: each mistake that only one card tests. Remediation brings a
+    learner's *other* cards on a mistake they just made forward, so it needs two."""
+    cards: dict[str, list[str]] = {}
+    for card in deck.cards:
+        for mistake in tested_mistakes(card):
+            cards.setdefault(mistake, []).append(card.id)
+    return [(("mistakes", index, "id"),
+             f"note: mistake '{mistake.id}' is tested by one card only ({only[0]}): "
+             "remediation needs two")
+            for index, mistake in enumerate(deck.mistakes)
+            if len(only := cards.get(mistake.id, [])) == 1]
 
 
 def _duplicates(ids: list[str]) -> set[str]:

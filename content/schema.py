@@ -186,6 +186,16 @@ class Deck(Strict):
         raise KeyError(mistake_id)
 
 
+def tested_mistakes(card: FillInCard | ChoiceCard | CodeCard) -> frozenset[str]:
+    """The mistake ids a learner could show on this card: its wrong options' or chips', or
+    what its code checker reports."""
+    if isinstance(card, CodeCard):
+        return frozenset(card.mistakes)
+    if isinstance(card, ChoiceCard):
+        return frozenset(o.mistake for o in card.options if not o.correct)
+    return frozenset(w.mistake for b in card.blanks for w in b.wrong.values())
+
+
 def resolved(deck: Deck) -> dict:
     """The deck as plain data with each wrong choice's mistake spelled out beside its id."""
     mistakes = {m.id: m for m in deck.mistakes}

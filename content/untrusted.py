@@ -11,7 +11,8 @@ placeholders. Problems are "line N: message".
 
 A file on disk from someone else is as untrusted: `read_text` bounds the read itself and
 `load_file` runs the same checks around the loader (`tutor deck validate`), but for the
-give-away pragma, which a draft on disk may carry.
+give-away pragma, which a draft on disk may carry; `file_notes` says what validate notes
+about a valid file without refusing it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import yaml
 
 from content import checkers
 from content.giveaways import ALLOW_PRAGMA, allows_giveaways
+from content.lint import remediation_notes
 from content.loader import DeckError, DeckProblem, line_finder, parse_deck
 from content.placeholders import placeholder_problems
 from content.schema import CodeCard, Deck
@@ -148,6 +150,14 @@ def load_file(path: Path | str, extra_checks=None) -> Deck:
         raise DeckError([DeckProblem(str(path), line(where), message)
                          for where, message in found])
     return deck
+
+
+def file_notes(path: Path | str, deck: Deck) -> list[DeckProblem]:
+    """What `tutor deck validate` notes about a valid deck file (not problems): each mistake
+    only one card tests (remediation needs two), as file:line: note: message."""
+    line = line_finder(read_text(path))
+    return [DeckProblem(str(path), line(where), message)
+            for where, message in remediation_notes(deck)]
 
 
 def _count_cards(text: str) -> None:

@@ -11,7 +11,7 @@ import importlib
 
 # name -> the module whose bench_<name>(args) runs it
 BENCHMARKS = {name: f"bot.bench.{name}" for name in
-              ("answers", "checker", "discord", "faults", "leaderboard", "learning",
+              ("answers", "checker", "discord", "faults", "leaderboard", "learning", "remediation",
                "reminders", "sandbox", "trials")}
 
 

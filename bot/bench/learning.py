@@ -5,26 +5,23 @@ multiple-choice and fill-in cards for 90 days under every policy in bot.bench.si
 (sm2-ours, sm2-naive, fsrs, and each of them +remediation), seeded: the same seed gives the
 same numbers. The models and their parameters are in bot/bench/sim/ (memory.py, learner.py) and are
 reported with the run; "table" puts the policies' headline numbers side by side.
+
+``--world actr`` runs the same learners in another memory model (bot/bench/sim/worlds.py:
+ACT-R's activation, not FSRS's own model; issue 39.3); ``fsrs`` is the default.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from bot.bench.sim.deck import sim_cards
 from bot.bench.sim.learner import LearnerModel
-from bot.bench.sim.memory import DECAY, FACTOR, FSRS45_WEIGHTS
 from bot.bench.sim.policies import POLICIES
 from bot.bench.sim.run import SimConfig, config_dict, simulate
+from bot.bench.sim.worlds import WORLDS
 from content.loader import DeckLibrary
 
-MEMORY_MODEL = {
-    "name": "FSRS-4.5 DSR model, default weights (bot/bench/sim/memory.py)",
-    "curve": f"R(t) = (1 + {FACTOR:.6f} * t / S) ** {DECAY} (power curve, R(S) = 0.9)",
-    "weights": list(FSRS45_WEIGHTS),
-    "same_day": "only a card's first exposure of a study day moves S and D",
-    "variation": "ease = learner lognormal x card lognormal scales S0, growth and post-lapse S",
-}
 RETENTION = ("P(right first try, no hint) on the morning after the last day: recall under "
              "the memory model or a lucky guess; never-met cards count with their prior")
 
@@ -51,7 +48,8 @@ def run_learning(config: SimConfig, library: DeckLibrary | None = None,
                   "and scheduler/remediation.py with bot/engine/tutor.py's rules "
                   "(tests/bench/test_learning_sim.py holds it to the engine's decisions, SM-2 and "
                   "FSRS, remediation on and off)",
-        "memory_model": MEMORY_MODEL,
+        "world": model.world,
+        "memory_model": WORLDS[model.world].description,
         "learner_model": model.as_dict(),
         "retention_definition": RETENTION,
         "policies": policies,
@@ -71,4 +69,5 @@ def _row(name: str, report: dict) -> dict:
 
 
 def bench_learning(args) -> dict:
-    return run_learning(SimConfig(learners=args.n or SimConfig.learners))
+    model = replace(LearnerModel(), world=getattr(args, "world", None) or "fsrs")
+    return run_learning(SimConfig(learners=args.n or SimConfig.learners), model=model)

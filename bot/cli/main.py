@@ -59,19 +59,24 @@ def cmd_run(args) -> int:
 
 def cmd_deck_validate(args) -> int:
     """Every file through the upload's checks (Discord's limits too): a file from someone
-    else is untrusted. Only the give-away pragma is honoured, as a draft may carry it."""
+    else is untrusted. Only the give-away pragma is honoured, as a draft may carry it. A
+    valid file's notes (a mistake only one card tests: remediation needs two) go to stderr."""
     from bot.engine import check_limits
     from content.loader import DeckError, deck_files
-    from content.untrusted import load_file
+    from content.untrusted import file_notes, load_file
 
-    problems, files = [], deck_files(args.paths)
+    problems, notes, files = [], [], deck_files(args.paths)
     for file in files:
         try:
-            load_file(file, check_limits)
+            deck = load_file(file, check_limits)
         except DeckError as exc:
             problems += exc.problems
+        else:
+            notes += file_notes(file, deck)
     for problem in problems:
         print(problem)
+    for note in notes:  # on stderr: a note is no problem, and changes no exit status
+        print(note, file=sys.stderr)
     if not problems:
         print(f"{len(files)} deck file(s) valid.", file=sys.stderr)
     return 1 if problems or not files else 0
@@ -228,6 +233,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="faults: the tests' short limits, heartbeats and takeovers; "
                             "trials: 2 s naps")
     bench.add_argument("--only", help="faults: these faults only (comma-separated names)")
+    bench.add_argument("--world", choices=["fsrs", "actr"], default=None,
+                       help="learning, remediation: the simulated learners' memory model "
+                            "(default fsrs: FSRS-4.5's own; actr: ACT-R's activation)")
     bench.set_defaults(func=cmd_bench)
     return parser
 

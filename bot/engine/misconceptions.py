@@ -8,21 +8,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from content.loader import AnyCard, DeckLibrary
-from content.schema import ChoiceCard, CodeCard
+from content.schema import tested_mistakes  # the deck's own notion (deck validate's notes)
 from scheduler.storage.store import Store
 
 __all__ = ["LearnerMistake", "deck_tests", "held_tests", "learner_mistakes", "mistake_title",
            "tested_mistakes"]
-
-
-def tested_mistakes(card: AnyCard) -> frozenset[str]:
-    """The mistake ids a learner could show on this card: its wrong options' or chips', or
-    what its code checker reports."""
-    if isinstance(card, CodeCard):
-        return frozenset(card.mistakes)
-    if isinstance(card, ChoiceCard):
-        return frozenset(o.mistake for o in card.options if not o.correct)
-    return frozenset(w.mistake for b in card.blanks for w in b.wrong.values())
 
 
 def deck_tests(library: DeckLibrary, deck_id: str) -> dict[str, frozenset[str]]:

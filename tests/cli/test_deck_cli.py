@@ -86,6 +86,22 @@ def test_validate_passes_a_draft_carrying_the_giveaway_pragma(tmp_path):
     assert result.returncode == 0, result.stdout
 
 
+def test_validate_notes_each_mistake_only_one_card_tests_without_failing(tmp_path):
+    """Remediation brings a learner's other cards on a mistake forward: it needs two."""
+    def dtype_is_in_place(data):  # in_place: two cards; wrong_attribute: the shape card only
+        data["cards"][1]["blanks"][0]["wrong"]["dtype"]["mistake"] = "in_place"
+
+    deck = tmp_path / "basics.yaml"
+    deck.write_bytes(deck_yaml(dtype_is_in_place))
+    result = tutor("deck", "validate", str(deck))
+    assert result.returncode == 0 and result.stdout == ""
+    line = deck.read_text().splitlines().index("- id: wrong_attribute") + 1
+    notes = [n for n in result.stderr.splitlines() if "note:" in n]
+    assert notes == [f"{deck}:{line}: note: mistake 'wrong_attribute' is tested by one card "
+                     "only (upload-basics/shape): remediation needs two"]
+    assert "1 deck file(s) valid." in result.stderr
+
+
 def test_import_refuses_an_oversize_page_before_drafting(tmp_path):
     page, out = tmp_path / "page.txt", tmp_path / "draft.yaml"
     page.write_text("# Title\n" + "words " * 60_000)

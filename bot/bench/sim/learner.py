@@ -17,16 +17,34 @@ Answering one served card:
 4. Latency to the first answer: lognormal, median 9 s when recalled and 25 s when not, times
    the learner's speed, plus half as much again per extra slot, plus ~10 s for reading a
    hint; each retry takes ~8 s more.
+
+Two worlds for the memory (``LearnerModel.world``, bot.bench.sim.worlds): "fsrs", FSRS-4.5's
+model (the default), and "actr", ACT-R's activation with the spacing effect's decay.
+
+Two models of a misconception (``LearnerModel.beliefs``):
+
+- "static" (the default): held from the start or not at all, as above; an explanation drops
+  it for good with ``fix_probability``.
+- "memory" (issue 39.4): a belief shared by every card that tests the mistake, held from the
+  start by some learners. It persists until addressed: seeing its explanation (after choosing
+  its lure) starts a *correction*, a memory trace in the same world as the cards'. On every
+  card that tests it the belief is active with the chance that the correction is not
+  recalled (1 before any), so it comes back as the correction is forgotten; facing its lure
+  while inactive is a recall of the correction (the trace grows), choosing it again shows the
+  explanation again (a lapse, relearned).
+
+``LearnerModel.remedies_teach`` off is the control for remediation: a remedy is answered and
+takes its time, but the learner learns nothing from it (neither the card nor a correction).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
+from itertools import product
 from random import Random
 
-from bot.bench.sim.deck import DIFFICULTY_OFFSET, SimCard
-from bot.bench.sim.memory import Memory
+from bot.bench.sim.deck import DIFFICULTY_OFFSET, SimCard, Slot
+from bot.bench.sim.worlds import WORLDS, MemoryTrace
 
 __all__ = ["Answer", "LearnerModel", "Profile", "SimLearner"]
 
@@ -53,6 +71,15 @@ class LearnerModel:
     hint_s: float = 10.0
     retry_s: float = 8.0
     per_extra_slot: float = 0.5
+    world: str = "fsrs"  # the memory model: bot.bench.sim.worlds
+    beliefs: str = "static"  # "static" or "memory": how a misconception is held (above)
+    remedies_teach: bool = True  # False: the control, where a remedy teaches nothing
+
+    def __post_init__(self) -> None:
+        if self.world not in WORLDS:
+            raise ValueError(f"world must be one of {sorted(WORLDS)}, got {self.world!r}")
+        if self.beliefs not in ("static", "memory"):
+            raise ValueError(f"beliefs must be static or memory, got {self.beliefs!r}")
 
     def prior_for(self, difficulty: str) -> float:
         return dict(self.prior)[difficulty]
@@ -120,45 +147,119 @@ class SimLearner:
     model: LearnerModel
     eases: dict[str, float]
     seed: int
-    memory: dict[str, Memory] = field(default_factory=dict)
-    held: set[str] = field(init=False)
+    memory: dict[str, MemoryTrace] = field(default_factory=dict)
+    held: set[str] = field(init=False)  # "static": the misconceptions still held
+    corrections: dict[str, MemoryTrace] = field(default_factory=dict)  # "memory": per belief
     rng: Random = field(init=False)
 
     def __post_init__(self) -> None:
         self.held = set(self.profile.misconceptions)
         self.rng = Random(f"{self.seed}/answers/{self.profile.index}")
 
+    @property
+    def _beliefs(self) -> bool:
+        return self.model.beliefs == "memory"
+
+    # -- misconceptions -------------------------------------------------------------------
+
+    def active_probability(self, mistake: str, at: float) -> float:
+        """The chance that ``mistake`` draws the learner at ``at``: held or not ("static");
+        for a belief ("memory"), that its correction is not recalled (1 before any)."""
+        if not self._beliefs:
+            return float(mistake in self.held)
+        if mistake not in self.profile.misconceptions:
+            return 0.0
+        correction = self.corrections.get(mistake)
+        return 1.0 if correction is None else 1.0 - correction.recall_probability(at)
+
+    def misconceptions_held(self, at: float) -> float:
+        """How many misconceptions draw the learner at ``at`` (expected, for beliefs)."""
+        if not self._beliefs:
+            return float(len(self.held))
+        return sum(self.active_probability(m, at) for m in self.profile.misconceptions)
+
+    def _active_now(self, card: SimCard, at: float) -> set[str]:
+        """The misconceptions that draw the learner on this answer (beliefs drawn)."""
+        if not self._beliefs:
+            return self.held
+        return {m for m in sorted(card.mistake_ids & self.profile.misconceptions)
+                if self.rng.random() < self.active_probability(m, at)}
+
+    def _correct(self, mistake: str, recalled: bool, at: float) -> None:
+        """A correction's exposure: its first (the explanation), a recall or a relapse."""
+        correction = self.corrections.get(mistake)
+        if correction is None:
+            world = WORLDS[self.model.world]
+            self.corrections[mistake] = world.first(recalled, at, self.profile.ease, 0.0)
+        else:
+            correction.exposed(recalled, at)
+
+    def _weighted_beliefs(self, card: SimCard, at: float):
+        """(probability, active set) over the card's held beliefs."""
+        tested = sorted(card.mistake_ids & self.profile.misconceptions) if self._beliefs else []
+        chances = [self.active_probability(m, at) for m in tested]
+        for states in product((False, True), repeat=len(tested)):
+            weight = 1.0
+            for chance, on in zip(chances, states, strict=True):
+                weight *= chance if on else 1.0 - chance
+            if weight > 0:
+                yield weight, {m for m, on in zip(tested, states, strict=True) if on}
+
     # -- the memory model -------------------------------------------------------------
 
     def interfered(self, card: SimCard) -> bool:
         return not self.held.isdisjoint(card.mistake_ids)
 
-    def recall_probability(self, card: SimCard, at: float) -> float:
+    def _card_recall(self, card: SimCard, at: float) -> float:
         memory = self.memory.get(card.id)
-        r = (self.model.prior_for(card.difficulty) if memory is None
-             else memory.recall_probability(at))
+        return (self.model.prior_for(card.difficulty) if memory is None
+                else memory.recall_probability(at))
+
+    def recall_probability(self, card: SimCard, at: float) -> float:
+        r = self._card_recall(card, at)
+        if self._beliefs:
+            return sum(w * (r * (1 - self.model.interference) if active else r)
+                       for w, active in self._weighted_beliefs(card, at))
         return r * (1 - self.model.interference) if self.interfered(card) else r
 
     def first_try_probability(self, card: SimCard, at: float) -> float:
         """P(right on the first try, no hint) at ``at``: recall, or a lucky guess (none
         while a misconception draws the guess to its wrong choice)."""
-        r = self.recall_probability(card, at)
-        guess = 1.0
-        for slot in card.slots:
-            lure = any(m in self.held for m in slot.mistakes.values())
-            guess *= 0.0 if lure else 1 / len(slot.choices)
-        return r + (1 - r) * guess
+        if not self._beliefs:
+            r = self.recall_probability(card, at)
+            return r + (1 - r) * _guess(card, self.held)
+        r = self._card_recall(card, at)
+        total = 0.0
+        for weight, active in self._weighted_beliefs(card, at):
+            r_now = r * (1 - self.model.interference) if active else r
+            total += weight * (r_now + (1 - r_now) * _guess(card, active))
+        return total
+
+    def lure_probability(self, card: SimCard, mistake: str, at: float) -> float | None:
+        """P(the first pick, no hint, is a choice standing for ``mistake``), averaged over
+        the card's slots that offer one (None when none does)."""
+        slots = [slot for slot in card.slots if mistake in slot.mistakes.values()]
+        if not slots:
+            return None
+        r = self._card_recall(card, at)
+        total = 0.0
+        for weight, active in self._weighted_beliefs(card, at):
+            if not self._beliefs:
+                active = self.held & card.mistake_ids
+            r_now = r * (1 - self.model.interference) if active else r
+            total += weight * (1 - r_now) * sum(_chosen(slot, mistake, active)
+                                                for slot in slots) / len(slots)
+        return total
 
     def _remember(self, card: SimCard, recalled: bool, at: float) -> None:
         memory = self.memory.get(card.id)
         if memory is None:
             ease = self.profile.ease * self.eases[card.id]
-            self.memory[card.id] = Memory.first(recalled, at, ease,
-                                                DIFFICULTY_OFFSET[card.difficulty])
-        elif math.floor(memory.last) < math.floor(at):
-            memory.review(recalled, at)
+            world = WORLDS[self.model.world]
+            self.memory[card.id] = world.first(recalled, at, ease,
+                                               DIFFICULTY_OFFSET[card.difficulty])
         else:
-            memory.seen(at)
+            memory.exposed(recalled, at)
 
     # -- answering ----------------------------------------------------------------------
 
@@ -166,11 +267,18 @@ class SimLearner:
         s = median_s * self.profile.speed * self.rng.lognormvariate(0, self.model.latency_sigma)
         return max(1, round(s * 1000))
 
-    def answer(self, card: SimCard, at: float) -> Answer:
-        """Answer ``card`` served at ``at`` (days); moves memory and misconceptions."""
+    def answer(self, card: SimCard, at: float, remedy: bool = False) -> Answer:
+        """Answer ``card`` served at ``at`` (days); moves memory and misconceptions (not
+        for a ``remedy`` in the control, where remedies teach nothing)."""
         rng, model = self.rng, self.model
-        recalled = rng.random() < self.recall_probability(card, at)
-        self._remember(card, recalled, at)
+        teaches = model.remedies_teach or not remedy
+        active = self._active_now(card, at)
+        r = self._card_recall(card, at)
+        if not active.isdisjoint(card.mistake_ids):
+            r *= 1 - model.interference
+        recalled = rng.random() < r
+        if teaches:
+            self._remember(card, recalled, at)
         rate = self.profile.hint_rate * (model.hint_when_recalled if recalled else 1.0)
         hint = rng.random() < rate
         ruled_out: list[set[str]] = [set() for _ in card.slots]
@@ -184,7 +292,7 @@ class SimLearner:
         picks_made: list[tuple[str, ...]] = []
         shown: list[str] = []
         while True:
-            picks = tuple(slot.answer if done[i] else self._pick(slot, ruled_out[i])
+            picks = tuple(slot.answer if done[i] else self._pick(slot, ruled_out[i], active)
                           for i, slot in enumerate(card.slots))
             picks_made.append(picks)
             wrong = card.wrong(picks)
@@ -195,19 +303,48 @@ class SimLearner:
             for i, mistake in wrong:
                 ruled_out[i].add(picks[i])
                 shown.append(mistake)
-                if mistake in self.held and rng.random() < model.fix_probability:
-                    self.held.discard(mistake)
+                if teaches:
+                    self._explained(mistake, at)
             waits.append(self._latency(model.retry_s))
         if wrong:  # the last attempt's explanations are shown as well
             for _, mistake in wrong:
                 shown.append(mistake)
-                if mistake in self.held and rng.random() < model.fix_probability:
-                    self.held.discard(mistake)
+                if teaches:
+                    self._explained(mistake, at)
+        if teaches and self._beliefs:  # passed a lure by: the correction recalled
+            for mistake in sorted(card.mistake_ids & self.corrections.keys()):
+                if mistake not in active and mistake not in shown:
+                    self.corrections[mistake].exposed(True, at)
         return Answer(tuple(picks_made), tuple(waits), not wrong, hint, recalled, tuple(shown))
 
-    def _pick(self, slot, ruled_out: set[str]) -> str:
+    def _explained(self, mistake: str, at: float) -> None:
+        """The feedback explained ``mistake``: a static one may drop, a belief is corrected
+        (or its correction relearned)."""
+        if self._beliefs:
+            if mistake in self.profile.misconceptions:
+                self._correct(mistake, False, at)
+        elif mistake in self.held and self.rng.random() < self.model.fix_probability:
+            self.held.discard(mistake)
+
+    def _pick(self, slot: Slot, ruled_out: set[str], active: set[str]) -> str:
         lures = [c for c in slot.choices
-                 if c not in ruled_out and slot.mistakes.get(c) in self.held]
+                 if c not in ruled_out and slot.mistakes.get(c) in active]
         if lures:
             return self.rng.choice(lures)
         return self.rng.choice([c for c in slot.choices if c not in ruled_out])
+
+
+def _guess(card: SimCard, active: set[str]) -> float:
+    """P(a uniform first guess is right): none while a held lure draws the guess."""
+    guess = 1.0
+    for slot in card.slots:
+        lure = any(m in active for m in slot.mistakes.values())
+        guess *= 0.0 if lure else 1 / len(slot.choices)
+    return guess
+
+
+def _chosen(slot: Slot, mistake: str, active: set[str]) -> float:
+    """P(a first guess in ``slot`` picks a choice standing for ``mistake``)."""
+    lures = [c for c in slot.choices if slot.mistakes.get(c) in active]
+    pool = lures or list(slot.choices)
+    return sum(slot.mistakes.get(c) == mistake for c in pool) / len(pool)

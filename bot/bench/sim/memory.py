@@ -90,3 +90,11 @@ class Memory:
     def seen(self, at: float) -> None:
         """A same-day repeat: S and D stay (FSRS-4.5), but the clock restarts."""
         self.last = max(self.last, at)
+
+    def exposed(self, recalled: bool, at: float) -> None:
+        """Any later exposure: the study day's first moves S and D (`review`), a same-day
+        repeat only restarts the clock (`seen`)."""
+        if math.floor(self.last) < math.floor(at):
+            self.review(recalled, at)
+        else:
+            self.seen(at)

@@ -14,12 +14,18 @@ Measured per policy:
 - days until a card is first recalled three times in a row: counting each card's first serve
   of a study day (truly recalled, right on the first try), from the day the card was met;
   cards that never get there count as never (a percentile that lands on them is null).
+
+``session_s`` bounds a session (None: until the schedule has nothing left): no card is served
+once that much time has passed, so what comes late in the schedule's order waits for
+another day. ``observe(learner, day)`` looks at each learner on the days asked for (before
+that day's session; ``days`` itself after the last one).
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass, field
 
 from bot.bench.sim.deck import SimCard
@@ -37,6 +43,7 @@ class SimConfig:
     new_per_day: int = 10  # the product's default (scheduler/storage/models.py)
     gap_s: float = 5.0  # reading the feedback before the next card
     max_serves_per_day: int = 500  # a safety stop; never reached with these models
+    session_s: float | None = None  # a session's length; None: unbounded
 
 
 @dataclass
@@ -54,6 +61,8 @@ class Outcome:
     misconceptions_start: float = 0.0
     misconceptions_end: float = 0.0
     capped_days: int = 0
+    cut_days: int = 0  # days the session's length ended with cards left to serve
+    session_ms: int = 0  # all sessions' time, summed
     wall_s: float = 0.0
     log: list[tuple] | None = None
 
@@ -95,18 +104,26 @@ def percentile(values: list[float], q: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def population(config: SimConfig, cards: list[SimCard],
-               model: LearnerModel) -> tuple[list[Profile], dict[str, float]]:
-    mistakes = sorted({m for card in cards for m in card.mistake_ids})
+def population(config: SimConfig, cards: list[SimCard], model: LearnerModel,
+               holdable: Collection[str] | None = None
+               ) -> tuple[list[Profile], dict[str, float]]:
+    """The learners and the cards' eases; a learner may hold each of ``holdable`` (default:
+    every mistake the deck tests) as a misconception."""
+    mistakes = sorted({m for card in cards for m in card.mistake_ids}
+                      if holdable is None else holdable)
     profiles = [Profile.draw(config.seed, i, mistakes, model) for i in range(config.learners)]
     return profiles, card_eases(config.seed, cards, model)
 
 
 def simulate(policy: Policy, cards: list[SimCard], config: SimConfig,
-             model: LearnerModel | None = None, *, keep_log: bool = False) -> Outcome:
+             model: LearnerModel | None = None, *, keep_log: bool = False,
+             observe: Callable[[SimLearner, int], None] | None = None,
+             observe_days: Collection[int] = (),
+             holdable: Collection[str] | None = None) -> Outcome:
     model = model or LearnerModel()
+    session_ms = None if config.session_s is None else round(config.session_s * 1000)
     started = time.perf_counter()
-    profiles, eases = population(config, cards, model)
+    profiles, eases = population(config, cards, model, holdable)
     by_id = {card.id: card for card in cards}
     out = Outcome(policy.name, log=[] if keep_log else None)
     gap_ms = round(config.gap_s * 1000)
@@ -114,19 +131,24 @@ def simulate(policy: Policy, cards: list[SimCard], config: SimConfig,
     for profile in profiles:
         learner = SimLearner(profile, model, eases, config.seed)
         schedule = policy.schedule(cards, config.new_per_day, f"sim:{profile.index}")
-        out.misconceptions_start += len(learner.held)
+        out.misconceptions_start += learner.misconceptions_held(0.0)
         met: dict[str, int] = {}  # card -> day first met
         streak: dict[str, int] = {}
         three: dict[str, int] = {}  # card -> days from meeting it to 3 recalls in a row
         for day in range(config.days):
+            if observe is not None and day in observe_days:
+                observe(learner, day)
             at_ms = 0
             first_today: set[str] = set()
             for _ in range(config.max_serves_per_day):
+                if session_ms is not None and at_ms >= session_ms:
+                    out.cut_days += schedule.next_card(day, at_ms) is not None
+                    break
                 pick = schedule.next_card(day, at_ms)
                 if pick is None:
                     break
                 card = by_id[pick.card_id]
-                answer = learner.answer(card, day + at_ms / MS_PER_DAY)
+                answer = learner.answer(card, day + at_ms / MS_PER_DAY, pick.kind == "remedy")
                 quality = schedule.record(day, at_ms, pick, card, answer)
                 out.serves[pick.kind] = out.serves.get(pick.kind, 0) + 1
                 out.attempts += answer.attempts
@@ -142,12 +164,15 @@ def simulate(policy: Policy, cards: list[SimCard], config: SimConfig,
                 at_ms += answer.duration_ms + gap_ms
             else:
                 out.capped_days += 1
+            out.session_ms += at_ms
         end = float(config.days)
+        if observe is not None and config.days in observe_days:
+            observe(learner, config.days)
         for card in cards:
             first_try_sum += learner.first_try_probability(card, end)
             recall_sum += learner.recall_probability(card, end)
         out.days_to_three += [three.get(cid, math.inf) for cid in met]
-        out.misconceptions_end += len(learner.held)
+        out.misconceptions_end += learner.misconceptions_held(end)
     n = len(profiles) * len(cards)
     out.retention = first_try_sum / n if n else 0.0
     out.recall = recall_sum / n if n else 0.0
