@@ -128,12 +128,13 @@ def build(settings: Settings | None = None, *, database_url: str | None = None,
 
     store = open_store(database_url or setting("database_url"))
     store.checkpoint_in_background()
+    if library is None:  # before the sandbox starts: a broken deck file leaves nothing running
+        library = DeckLibrary.load()
     if sandbox is None:
         sandbox = setting("sandbox")
     code = start_sandbox(setting("sandbox_address"), setting("sandbox_allow_unbounded_memory")) \
         if sandbox else None
-    tutor = Tutor(store, DeckLibrary.load() if library is None else library,
-                  clock=clock or utc_now, code_judge=code and code.judge)
+    tutor = Tutor(store, library, clock=clock or utc_now, code_judge=code and code.judge)
     engine = Engine(tutor, store)
     return App(engine, store, code)
 
