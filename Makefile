@@ -14,10 +14,6 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/tutor
 
-# The bare discord.py bots of the offline Discord's own tests ignore Ctrl-C after the rest
-# of the suite has run in the same pytest process (cause not found yet; alone they stop at
-# once): they run in a pytest of their own.
-ALONE := tests/offline_discord/test_offline_discord.py
 
 # The layers (lint-imports: pyproject.toml, docs/architecture.md), the whole suite, then the
 # PostgreSQL run: the test modules marked `postgres` (pytestmark; storage, engine, reminder
@@ -28,8 +24,7 @@ ALONE := tests/offline_discord/test_offline_discord.py
 test: $(STAMP)
 	@failed=""; \
 	$(VENV)/bin/lint-imports || failed="$$failed lint-imports"; \
-	$(VENV)/bin/pytest --ignore=$(ALONE) || failed="$$failed pytest"; \
-	$(VENV)/bin/pytest -q $(ALONE) || failed="$$failed pytest-alone"; \
+	$(VENV)/bin/pytest || failed="$$failed pytest"; \
 	tests/postgres.sh $(VENV)/bin/pytest -q -m postgres || failed="$$failed postgresql"; \
 	if [ -n "$$failed" ]; then echo "make test failed:$$failed" >&2; exit 1; fi
 

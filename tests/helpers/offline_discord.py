@@ -21,33 +21,21 @@ __all__ = ["STARTUP_S", "STOP_S", "BotProcess", "InteractionRecord", "OfflineDis
 # running; a stop takes a few seconds there.
 STARTUP_S = 120
 STOP_S = 120
-# A bare discord.py bot's first Ctrl-C can be lost (below): the wait before the second.
-LOST_SIGINT_S = 30
 
 
 class BotProcess:
-    """A bot running in its own process against the offline Discord. `interrupts`: how many
-    Ctrl-Cs a stop may send. One for `tutor run`, which stops on the first. A bare
-    discord.py bot (Client.run) gets three: asyncio.run's Ctrl-C handling cancels its task,
-    and Python 3.11's asyncio.wait_for swallows that cancellation if it lands just as
-    discord.py's connect step finishes; the second interrupts the loop, whose clean-up
-    cancels the tasks again and can meet the same swallow (seen under full load: the bot
-    alive 150 s after two); the third interrupts that clean-up, and Client.run returns."""
+    """A bot running in its own process against the offline Discord."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, log: Path, interrupts: int = 1):
-        self.proc, self.log, self.interrupts = proc, log, interrupts
+    def __init__(self, proc: asyncio.subprocess.Process, log: Path):
+        self.proc, self.log = proc, log
 
     async def stop(self, sig: signal.Signals = signal.SIGINT) -> int:
         """`sig` (Ctrl-C, or SIGTERM as docker stop sends), then a wait until the process
         exits: it closes the websocket (code 1000) and returns. The wait ends as soon as it
         does; STOP_S only bounds a hung process, which is then killed (-9: the test fails)."""
-        for sent in range(1, self.interrupts + 1):
-            if self.proc.returncode is not None:
-                break
-            self.proc.send_signal(sig)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.proc.wait(),
-                                       STOP_S if sent == self.interrupts else LOST_SIGINT_S)
+        self.proc.send_signal(sig)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.proc.wait(), STOP_S)
         if self.proc.returncode is None:
             self.proc.kill()
         return await self.proc.wait()
