@@ -5,6 +5,7 @@ reminder is due is tests/scheduler/test_reminder_times.py."""
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
@@ -275,7 +276,7 @@ def test_kill_9_between_send_and_commit_neither_duplicates_nor_loses(tmp_path, s
 
 
 TWO_SWEEPERS = """
-import asyncio, json, sys
+import asyncio, json, sys, time
 from datetime import datetime
 from pathlib import Path
 from scheduler.storage.db import make_engine
@@ -283,19 +284,24 @@ from bot.engine.reminders import RateLimiter, ReminderSweep
 from scheduler.storage.store import Store
 
 url, now, outbox = sys.argv[1], datetime.fromisoformat(sys.argv[2]), Path(sys.argv[3])
+ready, go = Path(sys.argv[4]), Path(sys.argv[5])
 sent = []
 
 
 class SlowDiscord:
     async def send_dm(self, reminder):
-        await asyncio.sleep(0.002)  # let the other process interleave
+        await asyncio.sleep(0.01)  # let the other process interleave
         sent.append(reminder.learner_id)
 
     async def send_channel(self, channel_id, reminder):
         raise AssertionError("unused")
 
 
-asyncio.run(ReminderSweep(Store(make_engine(url)), SlowDiscord(), clock=lambda: now,
+store = Store(make_engine(url))
+ready.touch()  # imported and connected: both sweeps start together, whatever the load
+while not go.exists():
+    time.sleep(0.005)
+asyncio.run(ReminderSweep(store, SlowDiscord(), clock=lambda: now,
                           limiter=RateLimiter(10_000), batch=25).run())
 outbox.write_text(json.dumps(sent))
 """
@@ -312,8 +318,15 @@ def test_two_bot_processes_send_each_due_reminder_exactly_once(tmp_path, store, 
     people = [opt_in(store, f"discord:{500 + i}", clock.now) for i in range(200)]
     due = max(p.next_reminder_at for p in people) + timedelta(seconds=5)
     outboxes = [tmp_path / f"sent{i}.json" for i in range(2)]
+    ready, go = [tmp_path / f"ready{i}" for i in range(2)], tmp_path / "go"
     sweepers = [subprocess.Popen([sys.executable, "-c", TWO_SWEEPERS, db_url, due.isoformat(),
-                                  str(outbox)], cwd=REPO) for outbox in outboxes]
+                                  str(outbox), str(mark), str(go)], cwd=REPO)
+                for outbox, mark in zip(outboxes, ready, strict=True)]
+    deadline = time.monotonic() + 120  # a bound for a hung start only
+    while not all(mark.exists() for mark in ready):  # a slow start must not leave the
+        assert time.monotonic() < deadline and all(p.poll() is None for p in sweepers)
+        time.sleep(0.01)  # other process every reminder
+    go.touch()
     assert [p.wait(timeout=120) for p in sweepers] == [0, 0]
     sent = [learner for outbox in outboxes for learner in json.loads(outbox.read_text())]
     assert sorted(sent) == sorted(p.id for p in people)  # all of them, none twice
