@@ -20,13 +20,13 @@ def _database_reviews(db: str):
     from scheduler.evaluation import Review
     from scheduler.replay import SCHEDULING
     from scheduler.storage.db import make_engine, sqlite_url
+    from scheduler.storage.models import ReviewLog
 
     if "://" not in db:
         if not Path(db).is_file():
             raise ValueError(f"{db}: no such database file")
         db = sqlite_url(db)
-    log = sa.table("review_log", *(sa.column(n) for n in (
-        "id", "learner_id", "card_id", "kind", "quality", "study_day", "restart")))
+    log = ReviewLog.__table__  # the store's own table, as scheduler/storage reads it
     engine = make_engine(db)
     try:
         with engine.connect() as conn:
@@ -43,15 +43,9 @@ def _database_reviews(db: str):
         key = (r.learner_id, r.card_id)
         if r.restart:
             restarts[key] = restarts.get(key, 0) + 1
-        day = r.study_day if not isinstance(r.study_day, str) else _date(r.study_day)
-        reviews.append(Review.graded((*key, restarts.get(key, 0)), day.toordinal(), r.quality))
+        reviews.append(Review.graded((*key, restarts.get(key, 0)), r.study_day.toordinal(),
+                                     r.quality))
     return reviews
-
-
-def _date(text: str):
-    from datetime import date
-
-    return date.fromisoformat(text)
 
 
 def _csv_reviews(path: str):
