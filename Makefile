@@ -14,7 +14,6 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/tutor
 
-
 # The layers (lint-imports: pyproject.toml, docs/architecture.md), the whole suite, then the
 # PostgreSQL run: the test modules marked `postgres` (pytestmark; storage, engine, reminder
 # and leaderboard tests, and playing cards through discord.py, whose engine calls run on
