@@ -50,8 +50,8 @@ from scheduler.fsrs_review import next_memory, rating_for, recall_after, schedul
 from scheduler.sm2 import NEW, review
 
 __all__ = ["MODELS", "Evaluation", "Review", "Score", "Scored", "auc", "by_card", "evaluate",
-           "fit_sequences", "log_loss", "reviews_from_pyfsrs_csv", "rmse_bins",
-           "time_series_folds"]
+           "fit_sequences", "fsrs_predictions", "log_loss", "reviews_from_pyfsrs_csv",
+           "rmse_bins", "time_series_folds"]
 
 SPLITS = 5
 MODELS = ("SM-2", "SM-2, fitted curve", "FSRS-6 default", "FSRS-6 fitted")
@@ -257,7 +257,7 @@ def _sm2_ratios(cards, items) -> dict[int, float]:
     return out
 
 
-def _fsrs_predictions(cards, items, parameters: Sequence[float] | None) -> dict[int, float]:
+def fsrs_predictions(cards, items, parameters: Sequence[float] | None) -> dict[int, float]:
     """FSRS's recall before each evaluated review, as scheduler/fsrs_review.py moves it."""
     scheduler = scheduler_with() if parameters is None else scheduler_with(parameters)
     wanted = {item.pos for item in items}
@@ -326,7 +326,7 @@ def evaluate(reviews: Sequence[Review], *, splits: int = SPLITS, fit: bool = Tru
     ln9 = math.log(0.9)
     predicted: dict[str, dict[int, float]] = {
         "SM-2": {pos: math.exp(ln9 * x) for pos, x in ratios.items()},
-        "FSRS-6 default": _fsrs_predictions(cards, test, None),
+        "FSRS-6 default": fsrs_predictions(cards, test, None),
     }
     fitted = curve = None
     if fit:
@@ -337,7 +337,7 @@ def evaluate(reviews: Sequence[Review], *, splits: int = SPLITS, fit: bool = Tru
             predicted["SM-2, fitted curve"].update(
                 {i.pos: math.exp(ln9 * curve * ratios[i.pos]) for i in fold})
             fitted = fsrs_fit.fit(fit_sequences(cards, items[start].pos), epochs=epochs)
-            predicted["FSRS-6 fitted"].update(_fsrs_predictions(cards, fold, fitted))
+            predicted["FSRS-6 fitted"].update(fsrs_predictions(cards, fold, fitted))
     y = [i.recalled for i in test]
     scores = []
     for model in MODELS:
