@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from scheduler.fsrs_review import FSRSState
 
 __all__ = ["DEFAULT_REMEDIATION", "DEFAULT_SCHEDULER", "DUE", "DUE_KEYS", "SCHEDULERS",
-           "Choice", "Due", "SchedulerName", "fsrs_state", "resolve"]
+           "Choice", "Due", "SchedulerName", "ServerChoice", "fsrs_state", "resolve"]
 
 
 class SchedulerName(StrEnum):
@@ -42,20 +42,34 @@ DEFAULT_REMEDIATION = False
 
 
 class Choice(NamedTuple):
-    """What is in force for one learner in one place."""
+    """What is in force for one learner in one place: the scheduler, remediation, and the
+    FSRS parameters (a version of `fsrs_parameters`; 0: py-fsrs's defaults)."""
 
     scheduler: SchedulerName
     remediation: bool
+    fsrs_version: int = 0
 
 
-def resolve(learner_scheduler: str | None, server_scheduler: str | None,
-            server_remediation: bool | None, remediation: bool | None = None) -> Choice:
+class ServerChoice(NamedTuple):
+    """What a server chose (None: it did not)."""
+
+    scheduler: str | None = None
+    remediation: bool | None = None
+    fsrs_version: int | None = None
+
+
+NO_SERVER_CHOICE = ServerChoice()
+
+
+def resolve(learner_scheduler: str | None, server: ServerChoice = NO_SERVER_CHOICE,
+            remediation: bool | None = None) -> Choice:
     """``remediation``: a one-off choice that beats the server's. A stored name this
     version does not know means the default."""
-    scheduler = SchedulerName.parse(learner_scheduler or server_scheduler) or DEFAULT_SCHEDULER
+    scheduler = SchedulerName.parse(learner_scheduler or server.scheduler) or DEFAULT_SCHEDULER
     if remediation is None:
-        remediation = server_remediation
-    return Choice(scheduler, DEFAULT_REMEDIATION if remediation is None else remediation)
+        remediation = server.remediation
+    return Choice(scheduler, DEFAULT_REMEDIATION if remediation is None else remediation,
+                  server.fsrs_version or 0)
 
 
 class StoredState(Protocol):

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
+from functools import lru_cache
 
 from fsrs import Card, Rating, Scheduler, State
 from fsrs.scheduler import DEFAULT_PARAMETERS
@@ -39,8 +40,14 @@ DESIRED_RETENTION = 0.9
 
 def scheduler_with(parameters: Sequence[float] = DEFAULT_PARAMETERS) -> Scheduler:
     """py-fsrs's scheduler as the product runs it (no learning steps, no fuzz), with these
-    parameters: the defaults for the product, fitted ones for an evaluation
-    (scheduler/evaluation.py)."""
+    parameters: the defaults, a server's fitted ones (scheduler/server_fit.py), or those of
+    an evaluation (scheduler/evaluation.py). One per parameter set, kept: a server's
+    parameters are looked up on every answer."""
+    return _scheduler(tuple(float(w) for w in parameters))
+
+
+@lru_cache(maxsize=256)
+def _scheduler(parameters: tuple[float, ...]) -> Scheduler:
     return Scheduler(parameters=parameters, desired_retention=DESIRED_RETENTION,
                      learning_steps=(), relearning_steps=(), enable_fuzzing=False)
 
@@ -69,10 +76,12 @@ def _midnight(day: date) -> datetime:
     return datetime.combine(day, time(0), tzinfo=UTC)
 
 
-def review_fsrs(state: FSRSState | None, quality: int, day: date) -> tuple[FSRSState, int]:
-    """Apply one graded review on study day ``day`` (``state`` None: the card's first);
-    the new state and the interval in days (>= 1). A day before the last review (the
-    learner moved their calendar back) counts as the same day.
+def review_fsrs(state: FSRSState | None, quality: int, day: date,
+                scheduler: Scheduler = _SCHEDULER) -> tuple[FSRSState, int]:
+    """Apply one graded review on study day ``day`` (``state`` None: the card's first) with
+    ``scheduler``'s parameters (default: py-fsrs's); the new state and the interval in days
+    (>= 1). A day before the last review (the learner moved their calendar back) counts as
+    the same day.
 
     The steps `Scheduler.review_card` takes for our scheduler (no learning or relearning
     steps, no fuzz: a card is new or in review), through the same formulas, without its
@@ -80,13 +89,13 @@ def review_fsrs(state: FSRSState | None, quality: int, day: date) -> tuple[FSRSS
     equal to `review_card` (tests/engine/test_schedulers.py)."""
     rating = rating_for(quality)
     if state is None:
-        stability, difficulty = next_memory(None, rating, 0)
+        stability, difficulty = next_memory(None, rating, 0, scheduler)
     else:
         if day < state.last_day:
             day = state.last_day
         stability, difficulty = next_memory((state.stability, state.difficulty), rating,
-                                            (day - state.last_day).days)
-    return FSRSState(stability, difficulty, day), _SCHEDULER._next_interval(stability=stability)
+                                            (day - state.last_day).days, scheduler)
+    return FSRSState(stability, difficulty, day), scheduler._next_interval(stability=stability)
 
 
 def next_memory(memory: tuple[float, float] | None, rating: Rating, elapsed: int,

@@ -8,25 +8,30 @@ same way, from its own frozen copy of this code (issue 38.6): changing this modu
 change that migration.
 
 Only scheduling reviews (kinds new and review) move a state; a review logged with `restart`
-(the card's content changed) starts it over first, as serving it did.
+(the card's content changed) starts it over first, as serving it did. Each review moves FSRS
+with the parameters that were in force for it (its `fsrs_version`: 0 for py-fsrs's defaults,
+else a server's fit, `fsrs_parameters`), so a state replays exactly across parameter changes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from itertools import groupby
 
 import sqlalchemy as sa
+from fsrs.scheduler import DEFAULT_PARAMETERS
 
-from scheduler.fsrs_review import FSRSState, review_fsrs
+from scheduler.fsrs_review import FSRSState, review_fsrs, scheduler_with
 from scheduler.sm2 import NEW, SM2State, review
 from scheduler.studyday import due_day
 
-__all__ = ["LoggedReview", "Replayed", "backfill_fsrs", "replay"]
+__all__ = ["DEFAULTS", "LoggedReview", "Replayed", "backfill_fsrs", "replay",
+           "stored_parameters"]
 
 SCHEDULING = ("new", "review")
+DEFAULTS = 0  # the parameter version of py-fsrs's defaults
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +40,7 @@ class LoggedReview:
     quality: int
     study_day: date
     restart: bool = False
+    fsrs_version: int = DEFAULTS
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +52,16 @@ class Replayed:
     fsrs_due: date | None
 
 
-def replay(reviews: Iterable[LoggedReview]) -> Replayed:
-    """The states a card's reviews (in the order they were recorded) leave behind."""
+def _defaults_only(version: int) -> Sequence[float]:
+    if version != DEFAULTS:
+        raise KeyError(f"FSRS parameter version {version}: not given")
+    return DEFAULT_PARAMETERS
+
+
+def replay(reviews: Iterable[LoggedReview],
+           parameters: Callable[[int], Sequence[float]] = _defaults_only) -> Replayed:
+    """The states a card's reviews (in the order they were recorded) leave behind;
+    ``parameters``: a parameter version's 21 FSRS parameters."""
     sm2, sm2_due, lapses = NEW, None, 0
     fsrs: FSRSState | None = None
     fsrs_due = None
@@ -59,24 +73,37 @@ def replay(reviews: Iterable[LoggedReview]) -> Replayed:
         sm2 = review(sm2, r.quality)
         sm2_due = due_day(r.study_day, sm2.interval)
         lapses += r.quality < 3
-        fsrs, interval = review_fsrs(fsrs, r.quality, r.study_day)
+        fsrs, interval = review_fsrs(fsrs, r.quality, r.study_day,
+                                     scheduler_with(parameters(r.fsrs_version)))
         fsrs_due = due_day(r.study_day, interval)
     return Replayed(sm2, sm2_due, lapses, fsrs, fsrs_due)
 
 
 def _log_query(log_t: sa.Table, *where) -> sa.Select:
     c = log_t.c
-    return (sa.select(c.learner_id, c.card_id, c.kind, c.quality, c.study_day, c.restart)
+    return (sa.select(c.learner_id, c.card_id, c.kind, c.quality, c.study_day, c.restart,
+                      c.fsrs_version)
             .where(c.kind.in_(SCHEDULING), *where).order_by(c.learner_id, c.card_id, c.id))
+
+
+def stored_parameters(conn: sa.Connection) -> Callable[[int], Sequence[float]]:
+    """Every stored parameter version's parameters (and 0, the defaults), by version."""
+    table = sa.table("fsrs_parameters", sa.column("version"), sa.column("parameters", sa.JSON))
+    stored = {r.version: tuple(r.parameters) for r in conn.execute(sa.select(table))}
+    stored[DEFAULTS] = tuple(DEFAULT_PARAMETERS)
+    return stored.__getitem__
 
 
 def replayed_states(conn: sa.Connection, *where) -> dict[tuple[int, str], Replayed]:
     """(learner id, card id) -> the replayed states, for the log rows matching ``where``."""
     log_t = sa.table("review_log", *(sa.column(n) for n in (
-        "id", "learner_id", "card_id", "kind", "quality", "study_day", "restart")))
+        "id", "learner_id", "card_id", "kind", "quality", "study_day", "restart",
+        "fsrs_version")))
+    parameters = stored_parameters(conn)
     rows = conn.execute(_log_query(log_t, *where))
-    return {key: replay(LoggedReview(r.kind, r.quality, _as_date(r.study_day), bool(r.restart))
-                        for r in group)
+    return {key: replay((LoggedReview(r.kind, r.quality, _as_date(r.study_day),
+                                      bool(r.restart), r.fsrs_version) for r in group),
+                        parameters)
             for key, group in groupby(rows, key=lambda r: (r.learner_id, r.card_id))}
 
 

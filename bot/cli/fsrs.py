@@ -1,5 +1,6 @@
 """`tutor fsrs evaluate`: how well SM-2 and FSRS predict recall on a review log (issue 39.2):
-the product's database, py-fsrs's CSV log, or a simulated server under several grade maps."""
+the product's database, py-fsrs's CSV log, or a simulated server under several grade maps.
+`tutor fsrs fit` and `tutor fsrs server`: a server's own parameters (issue 39.1)."""
 
 from __future__ import annotations
 
@@ -98,10 +99,93 @@ def cmd_fsrs_evaluate(args) -> int:
     return 0
 
 
+def _fits_app(args):
+    from bot.app import build
+    from bot.cli.common import database_url, load_library
+
+    return build(database_url=database_url(args.db), library=load_library(), sandbox=False)
+
+
+def _print_panel(fits, guild_id: int, as_json: bool) -> None:
+    from bot.engine import fit_lines
+
+    panel = fits.panel(guild_id)
+    if as_json:
+        print(json.dumps({
+            "guild_id": guild_id, "reviews": panel.size.reviews, "days": panel.size.days,
+            "refusal": panel.refusal,
+            "in_force": panel.in_force and panel.in_force.version,
+            "latest": panel.latest and panel.latest.model_dump(mode="json")}))
+        return
+    print(f"server {guild_id}: {panel.size.reviews:,} reviews over {panel.size.days} days")
+    print("\n".join(fit_lines(panel)))
+
+
+def cmd_fsrs_fit(args) -> int:
+    """Fit one server's parameters now (--guild), or every server the weekly rule says is
+    due (--due), as the bot's job does; a fit that passes is applied unless --no-apply."""
+    from bot.engine import FitRefused
+
+    with _fits_app(args) as app:
+        fits = app.engine.fits
+        guilds = [args.guild] if args.guild is not None else fits.due()
+        if not guilds:
+            print("No server is due a fit.")
+        failed = 0
+        for guild_id in guilds:
+            try:
+                fits.fit(guild_id, "command", apply=not args.no_apply)
+            except FitRefused as exc:
+                print(f"server {guild_id}: no fit: {exc}", file=sys.stderr)
+                failed += 1
+                continue
+            _print_panel(fits, guild_id, args.json)
+    return 1 if failed and args.guild is not None else 0
+
+
+def cmd_fsrs_server(args) -> int:
+    """A server's parameters: in force, the newest fit; --apply or --revert one."""
+    from bot.engine import FitRefused
+
+    with _fits_app(args) as app:
+        fits = app.engine.fits
+        try:
+            if args.revert:
+                fits.revert(args.guild)
+            elif args.apply is not None:
+                fits.apply(args.guild, args.apply or None)
+        except FitRefused as exc:
+            print(f"tutor fsrs server: {exc}", file=sys.stderr)
+            return 1
+        _print_panel(fits, args.guild, args.json)
+    return 0
+
+
 def add_commands(sub) -> None:
-    """Add `tutor fsrs evaluate`."""
+    """Add `tutor fsrs evaluate`, `tutor fsrs fit` and `tutor fsrs server`."""
     fsrs = sub.add_parser("fsrs", help="FSRS beside SM-2").add_subparsers(
         dest="fsrs_command", required=True)
+    fit = fsrs.add_parser("fit", help="fit a server's FSRS parameters to its reviews; "
+                                      "applied when they beat those in force on held-out "
+                                      "reviews")
+    which = fit.add_mutually_exclusive_group(required=True)
+    which.add_argument("--guild", type=int, help="the server's id")
+    which.add_argument("--due", action="store_true",
+                       help="every server the weekly rule says is due (as the bot's job)")
+    fit.add_argument("--no-apply", action="store_true",
+                     help="store the fit and its comparison, but keep the parameters in force")
+    server = fsrs.add_parser("server", help="a server's FSRS parameters: in force, the "
+                                            "newest fit; apply or revert")
+    server.add_argument("--guild", type=int, required=True, help="the server's id")
+    change = server.add_mutually_exclusive_group()
+    change.add_argument("--apply", type=int, nargs="?", const=0, metavar="VERSION",
+                        help="put a passed fit in force (default: the newest)")
+    change.add_argument("--revert", action="store_true",
+                        help="go back to what was in force before the current fit")
+    for command, func in ((fit, cmd_fsrs_fit), (server, cmd_fsrs_server)):
+        command.add_argument("--db", help="SQLite database file (default: DATABASE_URL)")
+        command.add_argument("--json", action="store_true", help="one line of JSON a server")
+        command.set_defaults(func=func)
     evaluate = fsrs.add_parser(
         "evaluate", help="log loss, RMSE(bins) and AUC of SM-2 and FSRS (default and fitted) "
                          "on a review log (srs-benchmark's method)")

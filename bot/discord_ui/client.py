@@ -22,6 +22,7 @@ from bot.discord_ui.community import (
     build_community_commands,
 )
 from bot.discord_ui.components import route
+from bot.discord_ui.fit_job import FitJob
 from bot.discord_ui.handlers import CardHandlers
 from bot.discord_ui.malformed import guard_interactions
 from bot.discord_ui.reminders import ReminderButton, ReminderService
@@ -62,6 +63,7 @@ class TutorClient:
         self.community = Community(self.handlers)
         self.dev_guild_id = dev_guild_id
         self.reminders = ReminderService(self, engine) if reminders else None
+        self.fit_job = FitJob(engine) if reminders else None
         self.metrics_address = metrics
         self.health = HealthServer(
             {"gateway": lambda: self.is_ready() and not self.is_closed(),
@@ -82,6 +84,7 @@ class TutorClient:
         self.add_dynamic_items(*self._dynamic_items)
         if self.reminders:
             self.reminders.start()
+            self.fit_job.start()
         if self.metrics_address:
             await self.health.start(*self.metrics_address)
             log.info("serving /healthz and /metrics on %s:%d", *self.metrics_address)
@@ -99,6 +102,7 @@ class TutorClient:
     async def close(self) -> None:
         if self.reminders:
             self.reminders.stop()
+            self.fit_job.stop()
         await self.health.stop()
         await super().close()
 

@@ -10,13 +10,15 @@ from bot.discord_ui.admin import admin_group, may_change
 from bot.discord_ui.handlers import CardHandlers
 from bot.discord_ui.options import scheduler_choices, timezone_names
 from bot.discord_ui.replies import reply
-from bot.engine import SCHEDULERS, WEEKDAYS, TutorError
+from bot.engine import SCHEDULERS, WEEKDAYS, BadServerSetting, TutorError, fit_lines
 
 DEFAULT = "default"
+APPLY, REVERT = "apply", "revert"
+PARAMETERS = {APPLY: "Apply the newest fit", REVERT: "Revert to the ones before"}
 
 
 def commands(handlers: CardHandlers) -> list[app_commands.Group]:
-    servers = handlers.engine.servers
+    servers, fits = handlers.engine.servers, handlers.engine.fits
 
     server = admin_group("server-settings", "Settings for this server (admins).")
 
@@ -46,10 +48,14 @@ def commands(handlers: CardHandlers) -> list[app_commands.Group]:
                     description="How reviews are spaced here, and remediation of mistakes.")
     @app_commands.describe(
         scheduler="For learners who did not choose one in /settings",
-        remediation="A wrong answer brings the learner's other cards on that mistake sooner")
-    @app_commands.choices(scheduler=scheduler_choices("The default", DEFAULT))
+        remediation="A wrong answer brings the learner's other cards on that mistake sooner",
+        parameters="FSRS's parameters fitted to this server's own reviews")
+    @app_commands.choices(scheduler=scheduler_choices("The default", DEFAULT),
+                          parameters=[app_commands.Choice(name=name, value=value)
+                                      for value, name in PARAMETERS.items()])
     async def learning(interaction: discord.Interaction, scheduler: str | None = None,
-                       remediation: bool | None = None) -> None:
+                       remediation: bool | None = None,
+                       parameters: str | None = None) -> None:
         if not await may_change(interaction):
             return
         guild_id = interaction.guild_id
@@ -59,14 +65,22 @@ def commands(handlers: CardHandlers) -> list[app_commands.Group]:
                                   None if scheduler == DEFAULT else scheduler)
             if remediation is not None:
                 await handlers.db(servers.set_remediation, guild_id, remediation)
+            if parameters == APPLY:
+                await handlers.db(fits.apply, guild_id)
+            elif parameters == REVERT:
+                await handlers.db(fits.revert, guild_id)
+            elif parameters is not None:
+                raise BadServerSetting("Parameters are applied or reverted.")
         except TutorError as exc:
             await reply(interaction, refusals.words(exc))
             return
         choice = await handlers.db(servers.default_choice, guild_id)
-        await reply(interaction, f"Learners here are scheduled by "
-                                 f"**{SCHEDULERS[choice.scheduler]}** unless they chose "
-                                 f"otherwise in /settings; remediation of mistakes is "
-                                 f"**{'on' if choice.remediation else 'off'}**.")
+        panel = await handlers.db(fits.panel, guild_id)
+        await reply(interaction, "\n".join([
+            f"Learners here are scheduled by **{SCHEDULERS[choice.scheduler]}** unless they "
+            f"chose otherwise in /settings; remediation of mistakes is "
+            f"**{'on' if choice.remediation else 'off'}**.", "",
+            "**FSRS parameters** (for learners on FSRS)", *fit_lines(panel)]))
 
     @server.command(name="new-season",
                     description="Start a new leaderboard season (history is kept).")

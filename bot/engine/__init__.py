@@ -4,14 +4,15 @@ terminal, the web) import only from here (an import-linter contract holds them t
 
 - `Engine` holds the services, built once by the composition root (`bot/app.py`) and
   handed to every front end: `tutor` (the core), `cards`, `plays`, `learners`,
-  `servers`, `decks`, `boards`, `reminder_sweep` (see `bot.engine.services`).
+  `servers`, `decks`, `boards`, `fits`, `reminder_sweep` (see `bot.engine.services`).
 - The values they return: `Served` (a served card, its attempt state), `CardInPlay`,
   `Verdict` (the judgement, with the card and the learner's day), `Progress`,
   `CodeReport`, `Finding`, board and deck summaries, `Reminder`, `LearnerMistake`.
 - The refusals they raise, all `TutorError`s, each a kind a front end words itself:
   `AlreadyCounted`, `Finished`, `Gone`, `NotYours`, `StaleCard`, `InvalidAnswer`,
   `RepeatedAnswer`, `TryAgain` (and `NotJudged`: our fault, nothing counted),
-  `NeedsSandbox`, `DeckRejected`, `BadChoice`, `BadServerSetting`, `BadSetting`.
+  `NeedsSandbox`, `DeckRejected`, `BadChoice`, `BadServerSetting`, `BadSetting`,
+  `FitRefused`.
 - Words shared by the front ends: `feedback_of` (what a verdict says), `card_text`,
   `when`, ...; Discord's size limits (`DISCORD`), which uploads are measured by.
 - For the command line: `check_limits` (a deck file's limits), `exercises_of` (its behaviour
@@ -55,6 +56,7 @@ from bot.engine.feedback import (
     shown,
     when,
 )
+from bot.engine.fits import FitDone, FitPanel, FitRefused, fit_lines
 from bot.engine.judging import Finding, Response
 from bot.engine.learners import RANGES, BadSetting
 from bot.engine.misconceptions import LearnerMistake
@@ -69,14 +71,14 @@ from scheduler.grading import MAX_ATTEMPTS
 from scheduler.storage.models import Learner
 
 __all__ = [
-    "CODE_POLICY", "DISCORD", "FREE_RETRIES", "KIND_LABEL", "LETTERS", "MAX_ATTEMPTS",
-    "RANGES", "REPEATED", "SCHEDULERS", "WEEKDAYS", "Activity", "AlreadyCounted", "BadChoice",
+    "CODE_POLICY", "DISCORD", "FREE_RETRIES", "KIND_LABEL", "LETTERS", "MAX_ATTEMPTS", "RANGES",
+    "REPEATED", "SCHEDULERS", "WEEKDAYS", "Activity", "AlreadyCounted", "BadChoice",
     "BadServerSetting", "BadSetting", "Board", "CardInPlay", "Checked", "Choice", "CodeReport",
     "DMClosed", "DeckRejected", "DeckSummary", "Draft", "Engine", "Feedback", "Finding",
-    "Finished", "Gone", "InvalidAnswer", "Learner", "LearnerMistake", "MessageLimits",
-    "Missed", "Mode", "NeedsSandbox", "NotJudged", "NotYours", "Progress", "Reminder",
-    "ReminderSweep", "RepeatedAnswer", "Response", "Served", "StaleCard", "Standing",
-    "TryAgain", "TutorError", "Uploaded", "Verdict", "answer_text", "card_text",
-    "check_limits", "current_streak", "exercises_of", "feedback_of", "lettered", "numbered_code",
-    "preview", "reminder_hour", "report_from", "retry_text", "shown", "when",
+    "Finished", "FitDone", "FitPanel", "FitRefused", "Gone", "InvalidAnswer", "Learner",
+    "LearnerMistake", "MessageLimits", "Missed", "Mode", "NeedsSandbox", "NotJudged", "NotYours",
+    "Progress", "Reminder", "ReminderSweep", "RepeatedAnswer", "Response", "Served", "StaleCard",
+    "Standing", "TryAgain", "TutorError", "Uploaded", "Verdict", "answer_text", "card_text",
+    "check_limits", "current_streak", "exercises_of", "feedback_of", "fit_lines", "lettered",
+    "numbered_code", "preview", "reminder_hour", "report_from", "retry_text", "shown", "when",
 ]

@@ -152,7 +152,7 @@ class ReminderSweep:
                 self.store.reminders.advance(learner.id, token, slot, sent_at=None)
                 return
         today = study_day(now, learner.timezone, learner.rollover_hour)
-        choice = resolve(learner.scheduler, *self.store.servers.choice(learner.id, None))
+        choice = resolve(learner.scheduler, self.store.servers.choice(learner.id, None))
         cards = None if self.servable is None else self.servable(learner.id)
         due = self.store.reminders.due_count(learner.id, today, choice.scheduler, cards)
         if due < learner.reminder_min_due:

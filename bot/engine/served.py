@@ -49,6 +49,8 @@ class Served:
     open_mistakes: tuple[str, ...] = ()
     # Code submissions sent again free because they ran no training (not attempts).
     retries: int = 0
+    # The FSRS parameter version in force where it was served (0: py-fsrs's defaults).
+    fsrs_version: int = 0
 
     @property
     def moves(self) -> int:

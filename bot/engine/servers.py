@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bot.engine.errors import TutorError
 from bot.engine.tutor import Tutor
-from scheduler.choice import Choice, SchedulerName, resolve
+from scheduler.choice import Choice, SchedulerName, ServerChoice, resolve
 from scheduler.storage.models import GuildSettings
 from scheduler.storage.store import Store
 from scheduler.studyday import resolve_zone
@@ -66,4 +66,5 @@ class Servers:
     def default_choice(self, guild_id: int) -> Choice:
         """What schedules this server's learners who chose no scheduler themselves."""
         settings = self.store.servers.settings(guild_id)
-        return resolve(None, settings.scheduler, settings.remediation)
+        return resolve(None, ServerChoice(settings.scheduler, settings.remediation,
+                                           settings.fsrs_version))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from bot.engine.boards import Boards
 from bot.engine.community_decks import CommunityDecks
+from bot.engine.fits import ServerFits
 from bot.engine.learners import Learners
 from bot.engine.plays import Plays
 from bot.engine.reminders import ReminderSweep, Sender
@@ -26,7 +27,8 @@ class Engine:
     - `plays`: the decks, cards, topics and progress of a learner where they play;
     - `learners`: a learner's settings, reminders, mistakes, totals, forgetting;
     - `servers`: a server's settings; `decks`: its uploads, versions, sharing, exports;
-    - `boards`: leaderboards and insights; `reminder_sweep`: one sweep of due reminders.
+    - `boards`: leaderboards and insights; `reminder_sweep`: one sweep of due reminders;
+    - `fits`: a server's FSRS parameters fitted to its reviews: the panel, fit, apply, revert.
     """
 
     def __init__(self, tutor: Tutor, store: Store, *, trials: TrialGate | None = None):
@@ -40,6 +42,7 @@ class Engine:
         self.servers = Servers(tutor, store)
         self.decks = CommunityDecks(tutor, store, server_decks, trials)
         self.boards = Boards(tutor, store, self.plays)
+        self.fits = ServerFits(store, tutor.clock)
 
     def reminder_sweep(self, sender: Sender) -> ReminderSweep:
         """A sweep over the store, on the engine's clock, counting only the cards a

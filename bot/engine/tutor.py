@@ -37,7 +37,7 @@ from bot.observability import record_answer
 from content.loader import AnyCard, DeckLibrary
 from content.schema import CodeCard, FillInCard
 from scheduler.choice import DUE_KEYS, Choice, SchedulerName, fsrs_state, resolve
-from scheduler.fsrs_review import FSRSState, review_fsrs
+from scheduler.fsrs_review import FSRSState, review_fsrs, scheduler_with
 from scheduler.grading import DEFAULT_POLICY, MAX_ATTEMPTS, GradePolicy, needs_drill, quality_for
 from scheduler.next_card import MetCard, Mode, pick_next
 from scheduler.remediation import REMEDIES_PER_DAY, Candidate, corrects, pick_remedies, remedy_day
@@ -109,7 +109,7 @@ class Tutor:
         """The scheduler and remediation in force: a one-off choice (`tutor practice
         --scheduler --remediation`), else the learner's, else the server's, else ours."""
         server = self.store.servers.choice(learner.id, guild_id)
-        return resolve(scheduler or learner.scheduler, *server, remediation)
+        return resolve(scheduler or learner.scheduler, server, remediation)
 
     def next_card(
         self,
@@ -188,6 +188,7 @@ class Tutor:
             scheduler=choice.scheduler,
             remediation=choice.remediation,
             restart=restart,
+            fsrs_version=choice.fsrs_version,
             open_mistakes=tuple(on_card),
         )
 
@@ -289,12 +290,15 @@ class Tutor:
         quality = quality_for(correct, served.attempts, served.hint_used, latency_ms,
                               policy or self.policy)
         schedules = served.kind in ("new", "review")
+        fsrs_before = self._fsrs_before(served)
         after, fsrs, told = served.state, served.fsrs, (served.state.interval, today)
         due, fsrs_due = today, None
         if schedules:  # both schedulers move; the one in force says when
             after = review(served.state, quality)
             due = due_day(today, after.interval)
-            fsrs, fsrs_interval = review_fsrs(self._fsrs_before(served), quality, today)
+            fsrs, fsrs_interval = review_fsrs(
+                fsrs_before, quality, today,
+                scheduler_with(self.store.fits.parameters(served.fsrs_version)))
             fsrs_due = due_day(today, fsrs_interval)
             told = (fsrs_interval, fsrs_due) if served.scheduler == SchedulerName.FSRS else (
                 after.interval, due)
@@ -315,7 +319,10 @@ class Tutor:
             expected_count=served.review_count, changes_schedule=schedules,
             told_interval=told[0], told_due_day=told[1], scheduler=served.scheduler,
             fsrs_stability=fsrs and fsrs.stability, fsrs_difficulty=fsrs and fsrs.difficulty,
-            fsrs_due_day=fsrs_due, restart=served.restart,
+            fsrs_due_day=fsrs_due, restart=served.restart, fsrs_version=served.fsrs_version,
+            fsrs_stability_before=fsrs_before and fsrs_before.stability,
+            fsrs_difficulty_before=fsrs_before and fsrs_before.difficulty,
+            fsrs_last_day_before=fsrs_before and fsrs_before.last_day,
             corrected=tuple(sorted(corrects(frozenset(served.open_mistakes), correct,
                                             served.attempts, served.hint_used, mistakes))),
             remedies=tuple(remedies), remedy_day=remedy_day(today) if remedies else None,

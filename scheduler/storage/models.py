@@ -141,6 +141,14 @@ class ReviewLog(SQLModel, table=True):
     # The card's content changed, so its schedule started over with this review: replaying
     # the log (scheduler/replay.py) starts over here too.
     restart: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
+    # The FSRS parameters in force for this review (`FSRSParameters.version`; 0: py-fsrs's
+    # defaults, as for every review before per-server fits) and the card's FSRS state before
+    # it (None: a first review, a restart, or a row from before migration 0010): replaying
+    # the log with each review's own parameters gives every state exactly.
+    fsrs_version: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    fsrs_stability_before: float | None = None
+    fsrs_difficulty_before: float | None = None
+    fsrs_last_day_before: date | None = None
 
 
 class GuildMember(SQLModel, table=True):
@@ -193,6 +201,11 @@ class GuildSettings(SQLModel, table=True):
     # cards on the same mistake forward; None: the product default (scheduler/choice.py).
     scheduler: str | None = Field(default=None, max_length=8)
     remediation: bool | None = None
+    # FSRS's parameters for reviews here (`FSRSParameters.version`); None: the defaults.
+    fsrs_version: int | None = None
+    # A fit of this server's parameters is running since then (one process at a time; a
+    # claim older than its lease is void).
+    fit_started_at: datetime | None = Field(default=None, sa_column=_utc_column(True))
 
 
 class GuildDeck(SQLModel, table=True):
@@ -251,3 +264,25 @@ class CommunityDeckVersion(SQLModel, table=True):
     yaml: str = Field(sa_column=Column(sa.Text, nullable=False))
     uploaded_by: str = Field(max_length=100)
     uploaded_at: datetime = Field(sa_column=_utc_column())
+
+
+class FSRSParameters(SQLModel, table=True):
+    """A fit of a server's FSRS parameters (scheduler/server_fit.py), kept whether or not it
+    passed, never changed but for when it was applied and reverted: its `version` is what
+    review rows and the server's settings name, so a version's parameters never change."""
+
+    __tablename__ = "fsrs_parameters"
+
+    version: int | None = Field(default=None, primary_key=True)
+    guild_id: int = Field(sa_type=sa.BigInteger, index=True)
+    parameters: list = Field(sa_column=Column(JSON, nullable=False))
+    reviews: int  # the server's scheduling reviews when it was fitted
+    passed: bool  # beat the parameters in force and the defaults on held-out reviews
+    # The held-out comparison and what it changes (ServerFit.as_dict, intervals, workload).
+    report: dict = Field(sa_column=Column(JSON, nullable=False))
+    fitted_by: str = Field(max_length=100)  # "job", "command", "discord:<user id>"
+    created_at: datetime = Field(sa_column=_utc_column())
+    applied_at: datetime | None = Field(default=None, sa_column=_utc_column(True))
+    # What was in force when it was applied (None: the defaults): a revert goes back to it.
+    previous_version: int | None = None
+    reverted_at: datetime | None = Field(default=None, sa_column=_utc_column(True))

@@ -6,6 +6,7 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
+from scheduler.choice import ServerChoice
 from scheduler.storage.db import DriverConnections, Queries, upsert_insert
 from scheduler.storage.models import GuildMember, GuildSettings
 from scheduler.storage.prepared import Prepared, PreparedSelect
@@ -27,7 +28,7 @@ class ServerQueries(Queries):
             index_elements=["guild_id", "learner_id"],
             set_={"last_seen_at": member.excluded.last_seen_at},
         ), d, ["guild_id", "learner_id", "first_seen_at", "last_seen_at"])
-        chosen = sa.select(guild_t.c.scheduler, guild_t.c.remediation)
+        chosen = sa.select(guild_t.c.scheduler, guild_t.c.remediation, guild_t.c.fsrs_version)
         self._choice_here = PreparedSelect(
             chosen.where(guild_t.c.guild_id == sa.bindparam("guild_id")), d)
         # Outside a server: the one used last (a server that never changed a setting has
@@ -70,9 +71,9 @@ class ServerQueries(Queries):
         with self.engine.connect() as conn:
             return conn.execute(query).scalar()
 
-    def choice(self, learner_id: int, guild_id: int | None) -> tuple[str | None, bool | None]:
-        """(scheduler, remediation) chosen by the server: ``guild_id``'s, or outside a
-        server (DMs, reminders) the one the learner used most recently."""
+    def choice(self, learner_id: int, guild_id: int | None) -> ServerChoice:
+        """What the server chose: ``guild_id``'s, or outside a server (DMs, reminders) the
+        one the learner used most recently."""
         rows = self.read(self._choice_here, {"guild_id": guild_id}) if guild_id is not None \
             else self.read(self._choice_last, {"learner_id": learner_id})
-        return (None, None) if not rows else (rows[0].scheduler, rows[0].remediation)
+        return ServerChoice(*rows[0]) if rows else ServerChoice()

@@ -19,6 +19,7 @@ from scheduler.choice import DEFAULT_SCHEDULER, SchedulerName
 from scheduler.storage.boards import BoardQueries
 from scheduler.storage.db import BackgroundCheckpoints, DriverConnections
 from scheduler.storage.decks import DeckQueries
+from scheduler.storage.fits import FitQueries
 from scheduler.storage.learners import LearnerQueries
 from scheduler.storage.misconceptions import MisconceptionQueries
 from scheduler.storage.models import CardState, Learner, ReviewLog
@@ -96,6 +97,11 @@ class ReviewRecord:
     fsrs_difficulty: float | None = None
     fsrs_due_day: date | None = None
     restart: bool = False
+    # The FSRS parameter version the review was scheduled with, and the state it moved.
+    fsrs_version: int = 0
+    fsrs_stability_before: float | None = None
+    fsrs_difficulty_before: float | None = None
+    fsrs_last_day_before: date | None = None
     # Misconceptions this answer corrected (`mistake_ids`: those it showed), and the cards
     # it brought forward to `remedy_day`.
     corrected: tuple[str, ...] = ()
@@ -133,6 +139,7 @@ class Store:
         self.boards = BoardQueries(engine, connections)
         self.reminders = ReminderQueries(engine, connections)
         self.misconceptions = MisconceptionQueries(engine, connections)
+        self.fits = FitQueries(engine, connections)
         self._integrity_error = engine.dialect.loaded_dbapi.IntegrityError
         # Compiled once: the answer hot path only binds values.
         d = engine.dialect
@@ -268,6 +275,10 @@ _STORED = {
     "told_interval": ("interval_after", None),
     "told_due_day": ("due_day_after", None),
     "restart": ("restart", None),
+    "fsrs_version": ("fsrs_version", None),
+    "fsrs_stability_before": ("fsrs_stability_before", None),
+    "fsrs_difficulty_before": ("fsrs_difficulty_before", None),
+    "fsrs_last_day_before": ("fsrs_last_day_before", None),
 }
 _LOG_COLUMNS = {field: log for field, (log, _) in _STORED.items() if log}
 _STATE_COLUMNS = {field: state for field, (_, state) in _STORED.items() if state}

@@ -87,3 +87,41 @@ def test_evaluate_refuses_a_missing_source_with_one_line(tmp_path):
     refused = tutor("fsrs", "evaluate", "--csv", str(bad))
     assert refused.returncode == 2 and "line 2" in refused.stderr
     assert tutor("fsrs", "evaluate").returncode == 2  # a source is required
+
+
+def test_fit_and_server_commands_fit_apply_and_revert_a_servers_parameters(tmp_path):
+    from datetime import date, timedelta
+
+    from bot.app import open_store
+    from scheduler.storage.db import sqlite_url
+    from tests.helpers.server_logs import FAST_FORGETTERS, fsrs_world, seed_server_log
+
+    db = tmp_path / "tutor.db"
+    store = open_store(sqlite_url(db))
+    try:
+        seed_server_log(store, 42, fsrs_world(10, 32, 1, FAST_FORGETTERS),
+                        date.today() - timedelta(days=32))
+        seed_server_log(store, 43, fsrs_world(10, 32, 1, FAST_FORGETTERS)[:900],
+                        date.today() - timedelta(days=32))
+    finally:
+        store.close()
+        store.engine.dispose()
+    small = tutor("fsrs", "fit", "--db", str(db), "--guild", "43")
+    assert small.returncode == 1
+    assert "server 43: no fit: needs 2,000 reviews over 30 days" in small.stderr
+    kept = tutor("fsrs", "fit", "--db", str(db), "--guild", "42", "--no-apply")
+    assert kept.returncode == 0, kept.stderr
+    assert "In force: FSRS's default parameters." in kept.stdout
+    assert "Newest: fit #1, " in kept.stdout and "passed, not applied." in kept.stdout
+    applied = tutor("fsrs", "server", "--db", str(db), "--guild", "42", "--apply", "--json")
+    assert applied.returncode == 0, applied.stderr
+    shown = json.loads(applied.stdout)
+    assert shown["in_force"] == 1 and shown["latest"]["passed"]
+    assert shown["latest"]["report"]["gates"][0]["versus"] == "defaults"
+    reverted = tutor("fsrs", "server", "--db", str(db), "--guild", "42", "--revert")
+    assert "In force: FSRS's default parameters." in reverted.stdout
+    again = tutor("fsrs", "server", "--db", str(db), "--guild", "42", "--revert")
+    assert again.returncode == 1 and "already schedules with FSRS's default" in again.stderr
+    # The weekly rule: the big server was fitted just now, the small one is below the floor.
+    due = tutor("fsrs", "fit", "--db", str(db), "--due")
+    assert due.returncode == 0 and due.stdout.strip() == "No server is due a fit."

@@ -50,7 +50,8 @@ async def test_members_the_owner_let_in_still_need_manage_server(world, simcord_
             ("deck enable", {"deck": "gradient-accumulation"}),
             ("deck publish", {"deck": "tensor-basics", "public": True}),
             ("deck remove", {"deck": "tensor-basics"}),
-            ("server-settings learning", {"scheduler": "fsrs", "remediation": False})]:
+            ("server-settings learning", {"scheduler": "fsrs", "remediation": False}),
+            ("server-settings learning", {"parameters": "revert"})]:
         result = await ann.slash(channel, name, **options)
         assert result.ephemeral and not result.followups, name
         assert result.response.content.startswith(REFUSED), name

@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import discord
 import pytest
 
+from bot.engine.fits import ServerFits
+from scheduler.server_fit import fit_server
 from tests.helpers.discord import forged_slash, learner_of, pick_and_submit
+from tests.helpers.server_logs import FAST_FORGETTERS, fsrs_world, seed_server_log
 
 pytestmark = pytest.mark.postgres
 
@@ -27,9 +32,10 @@ async def test_admins_choose_fsrs_and_a_learner_overrides_it(world, simcord_env,
     admin = admin_of(guild, simcord_env)
     result = await admin.slash(channel, "server-settings learning", scheduler="fsrs",
                                remediation=True)
-    assert result.ephemeral and result.response.content == (
+    assert result.ephemeral and result.response.content.startswith(
         "Learners here are scheduled by **FSRS** unless they chose otherwise in /settings; "
-        "remediation of mistakes is **on**.")
+        "remediation of mistakes is **on**.\n\n**FSRS parameters** (for learners on FSRS)\n"
+        "In force: FSRS's default parameters.\nNo fit yet: needs 2,000 reviews")
     card = (await ann.slash(channel, "learn")).response
     done = await pick_and_submit(ann, card, {"method": "zero_grad"})
     learner = learner_of(store, ann)
@@ -55,6 +61,30 @@ async def test_admins_choose_fsrs_and_a_learner_overrides_it(world, simcord_env,
     assert store.reviews.state(learner.id, log.card_id) == state
     default = await admin.slash(channel, "server-settings learning", scheduler="default")
     assert "scheduled by **SM-2**" in default.response.content
+
+
+async def test_admins_see_a_fit_and_apply_or_revert_it(world, simcord_env, store, clock):
+    guild, channel, _, _ = world
+    admin = admin_of(guild, simcord_env)
+    seed_server_log(store, guild.id, fsrs_world(10, 32, 1, FAST_FORGETTERS),
+                    clock().date() - timedelta(days=32))
+    fit = ServerFits(store, clock, fitter=fit_server).fit(guild.id, "test", apply=False).fit
+    shown = (await admin.slash(channel, "server-settings learning")).response.content
+    assert f"Newest: fit #{fit.version}, " in shown and "passed, not applied." in shown
+    assert "Better than defaults by +0.0" in shown and "Reviews a day over the next 30" in shown
+    assert len(shown) < 1_000  # a phone screen, not a report
+    applied = (await admin.slash(channel, "server-settings learning",
+                                 parameters="apply")).response.content
+    assert f"In force: fit #{fit.version} (" in applied
+    assert store.fits.in_force(guild.id) == fit.version
+    again = await admin.slash(channel, "server-settings learning", parameters="apply")
+    assert "cannot be applied" in again.response.content
+    reverted = (await admin.slash(channel, "server-settings learning",
+                                  parameters="revert")).response.content
+    assert "In force: FSRS's default parameters." in reverted and "reverted." in reverted
+    assert store.fits.in_force(guild.id) == 0
+    bad = await forged_slash(admin, channel, "server-settings learning", parameters="refit")
+    assert bad.response.content == "Parameters are applied or reverted."
 
 
 async def test_an_unknown_scheduler_is_refused(world, simcord_env, store):

@@ -16,7 +16,7 @@ from fsrs import Rating
 from bot.engine import BadSetting, Served
 from bot.engine.tutor import Tutor
 from content.loader import DeckLibrary, parse_deck
-from scheduler.choice import DEFAULT_SCHEDULER, DUE_KEYS, SchedulerName, resolve
+from scheduler.choice import DEFAULT_SCHEDULER, DUE_KEYS, SchedulerName, ServerChoice, resolve
 from scheduler.fsrs_review import FSRSState, rating_for, review_card_fsrs, review_fsrs
 from scheduler.replay import LoggedReview, backfill_fsrs, replay, replayed_states
 from scheduler.storage.db import MIGRATIONS_DIR, downgrade, upgrade
@@ -286,9 +286,9 @@ def test_a_scheduler_name_is_the_string_stored_and_sent():
     assert [str(s) for s in SchedulerName] == ["sm2", "fsrs"]
     assert SchedulerName.parse("fsrs") is SchedulerName.FSRS
     assert SchedulerName.parse("anki") is None and SchedulerName.parse(None) is None
-    assert resolve("anki", "fsrs", None).scheduler == DEFAULT_SCHEDULER
-    assert resolve(None, "fsrs", None).scheduler is SchedulerName.FSRS
-    assert json.dumps(resolve("fsrs", None, None).scheduler) == '"fsrs"'
+    assert resolve("anki", ServerChoice("fsrs")).scheduler == DEFAULT_SCHEDULER
+    assert resolve(None, ServerChoice("fsrs")).scheduler is SchedulerName.FSRS
+    assert json.dumps(resolve("fsrs").scheduler) == '"fsrs"'
 
 
 def test_the_fsrs_migration_replays_existing_history(engine):
@@ -328,6 +328,13 @@ def test_the_fsrs_migration_replays_existing_history(engine):
                                               expected.fsrs.difficulty))
     assert str(row[2]) == expected.fsrs_due.isoformat()
     assert (scheduler, bool(restart)) == ("sm2", False)
+    # Migration 0010: every earlier review was scheduled with the defaults (version 0), so
+    # the log still replays to the same state.
+    with engine.connect() as conn:
+        assert {v for (v,) in conn.execute(sa.text("SELECT fsrs_version FROM review_log"))} \
+            == {0}
+        (again,) = replayed_states(conn).values()
+    assert again.fsrs == expected.fsrs
 
 
 def test_a_card_served_before_fsrs_was_kept_moves_the_stored_fsrs_state(tutor, store, clock):

@@ -7,10 +7,8 @@ from __future__ import annotations
 import json
 import math
 from datetime import UTC, date, datetime, timedelta
-from random import Random
 
 import pytest
-from fsrs import Rating
 from fsrs.scheduler import DEFAULT_PARAMETERS
 
 from bot.bench.fsrs_evaluate import GRADE_MAPS, simulated_log
@@ -19,7 +17,6 @@ from bot.bench.sim.run import SimConfig
 from content.loader import DeckLibrary
 from scheduler import fsrs_fit
 from scheduler.evaluation import Review
-from scheduler.fsrs_review import next_memory, recall_after, scheduler_with
 from scheduler.server_fit import (
     FLOOR_DAYS,
     FLOOR_REVIEWS,
@@ -32,33 +29,15 @@ from scheduler.server_fit import (
     interval_changes,
     workload,
 )
+from tests.helpers.server_logs import fsrs_world
 
 DEFAULTS = tuple(DEFAULT_PARAMETERS)
 
 
-def fsrs_server(learners: int, cards: int, days: int, seed: int) -> list[Review]:
-    """A server whose memory is exactly FSRS-6 with the default parameters: every card met
-    in the first half, then reviewed when due give or take a day or two, recalled with the
-    defaults' probability; Good if recalled, else Again."""
-    rng, scheduler, out = Random(seed), scheduler_with(), []
-    for learner in range(learners):
-        for card in range(cards):
-            day = rng.randrange(days // 2)
-            rating = Rating.Good if rng.random() < 0.8 else Rating.Again
-            memory = next_memory(None, rating, 0, scheduler)
-            out.append(Review((learner, card), day, int(rating), 4 * (rating > 1), rating > 1))
-            while True:
-                elapsed = max(1, scheduler._next_interval(stability=memory[0])
-                              + rng.choice((-1, 0, 0, 1, 2)))
-                day += elapsed
-                if day >= days:
-                    break
-                recalled = rng.random() < recall_after(memory[0], elapsed, scheduler)
-                rating = Rating.Good if recalled else Rating.Again
-                memory = next_memory(memory, rating, elapsed, scheduler)
-                out.append(Review((learner, card), day, int(rating), 4 * recalled, recalled))
-    out.sort(key=lambda r: (r.day, r.card))
-    return out
+def fsrs_server(learners: int, days: int, seed: int, new_per_day: int = 6) -> list[Review]:
+    """A server whose memory is exactly FSRS-6 with the default parameters."""
+    return [Review.graded((learner, card), day, quality) for learner, day, card, quality
+            in fsrs_world(learners, days, seed, new_per_day=new_per_day)]
 
 
 def round_trip(fit: ServerFit) -> ServerFit:
@@ -98,7 +77,7 @@ def test_a_server_below_the_floor_is_refused_without_a_fit(no_fit):
 
 
 def test_a_held_out_part_from_one_learner_is_refused(no_fit):
-    reviews = fsrs_server(1, 500, 60, seed=3)
+    reviews = fsrs_server(1, 60, seed=3, new_per_day=12)
     assert len(reviews) >= FLOOR_REVIEWS
     fit = fit_server(reviews)
     assert fit.parameters is None and not fit.passed
@@ -169,7 +148,7 @@ def test_a_fit_that_beats_the_earlier_fit_and_the_defaults_passes(simulated_serv
 
 
 def test_a_server_whose_memory_is_the_defaults_does_not_pass_against_them():
-    reviews = fsrs_server(40, 25, 60, seed=0)
+    reviews = fsrs_server(12, 35, seed=2)
     assert len(reviews) >= FLOOR_REVIEWS
     fit = fit_server(reviews)
     assert fit.refused is None and fit.parameters is not None
