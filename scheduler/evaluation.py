@@ -50,8 +50,8 @@ from scheduler.fsrs_review import next_memory, rating_for, recall_after, schedul
 from scheduler.sm2 import NEW, review
 
 __all__ = ["MODELS", "Evaluation", "Review", "Score", "Scored", "auc", "by_card", "evaluate",
-           "fit_sequences", "fsrs_predictions", "log_loss", "reviews_from_pyfsrs_csv",
-           "rmse_bins", "time_series_folds"]
+           "fit_sequences", "fsrs_predictions", "log_loss", "reviews_from_log",
+           "reviews_from_pyfsrs_csv", "rmse_bins", "time_series_folds"]
 
 SPLITS = 5
 MODELS = ("SM-2", "SM-2, fitted curve", "FSRS-6 default", "FSRS-6 fitted")
@@ -350,6 +350,23 @@ def evaluate(reviews: Sequence[Review], *, splits: int = SPLITS, fit: bool = Tru
                             auc(y, p)))
     return Evaluation(len(reviews), len(cards), len(test), first, splits, tuple(scores),
                       fitted, curve, time.perf_counter() - started)
+
+
+# -- the product's review log --------------------------------------------------------------
+
+def reviews_from_log(rows: Iterable) -> list[Review]:
+    """The product's scheduling reviews (rows with learner_id, card_id, quality, study_day,
+    restart, in the order recorded) as the evaluation and the fits read them: a card whose
+    content changed (restart) starts over as a new card, as its schedule did."""
+    restarts: dict[tuple, int] = {}
+    out = []
+    for r in rows:
+        key = (r.learner_id, r.card_id)
+        if r.restart:
+            restarts[key] = restarts.get(key, 0) + 1
+        out.append(Review.graded((*key, restarts.get(key, 0)), r.study_day.toordinal(),
+                                 r.quality))
+    return out
 
 
 # -- py-fsrs's CSV review log ---------------------------------------------------------------

@@ -18,7 +18,7 @@ def _database_reviews(db: str):
     in the order they were recorded; a card whose content changed starts over (restart)."""
     import sqlalchemy as sa
 
-    from scheduler.evaluation import Review
+    from scheduler.evaluation import reviews_from_log
     from scheduler.replay import SCHEDULING
     from scheduler.storage.db import make_engine, sqlite_url
     from scheduler.storage.models import ReviewLog
@@ -38,15 +38,7 @@ def _database_reviews(db: str):
         raise ValueError(f"cannot read the review log: {exc.orig}") from None
     finally:
         engine.dispose()
-    restarts: dict[tuple, int] = {}
-    reviews = []
-    for r in rows:
-        key = (r.learner_id, r.card_id)
-        if r.restart:
-            restarts[key] = restarts.get(key, 0) + 1
-        reviews.append(Review.graded((*key, restarts.get(key, 0)), r.study_day.toordinal(),
-                                     r.quality))
-    return reviews
+    return reviews_from_log(rows)
 
 
 def _csv_reviews(path: str):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from bot.engine.errors import TutorError
-from scheduler.evaluation import Review
+from scheduler.evaluation import Review, reviews_from_log
 from scheduler.server_fit import (
     ServerFit,
     Z,
@@ -73,20 +73,6 @@ def _share_cpus() -> None:
     os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 2) // 2))
 
 
-def server_reviews(rows) -> list[Review]:
-    """The store's rows (`store.fits.reviews`) as the fit reads them: a card's reviews
-    start over after a restart (its content changed), as the product's schedule does."""
-    restarts: dict[tuple, int] = {}
-    out = []
-    for r in rows:
-        key = (r.learner_id, r.card_id)
-        if r.restart:
-            restarts[key] = restarts.get(key, 0) + 1
-        out.append(Review.graded((*key, restarts.get(key, 0)), r.study_day.toordinal(),
-                                 r.quality))
-    return out
-
-
 class ServerFits:
     """`engine.fits`."""
 
@@ -138,7 +124,7 @@ class ServerFits:
         try:
             version = fits.in_force(guild_id)
             before = fits.parameters(version)
-            fit = self.fitter(server_reviews(fits.reviews(guild_id)), before)
+            fit = self.fitter(reviews_from_log(fits.reviews(guild_id)), before)
             if fit.refused:
                 raise FitRefused(fit.refused)
             now = self.clock()
