@@ -27,7 +27,7 @@ class Request:
     method: str
     path: str  # relative to api_base, e.g. "/channels/123/messages"
     query: dict
-    json: Any  # body (multipart: payload_json plus "_files": [names])
+    json: Any  # body (multipart: payload_json plus "_files": [names], "_uploads": files)
     status: int = 0
 
 
@@ -107,6 +107,7 @@ class OfflineDiscord(World):
         app = web.Application(client_max_size=32 * 1024 * 1024)
         app.router.add_route("*", "/api/v10/{tail:.*}", self._rest)
         app.router.add_get("/", self.gateway.handle)
+        app.router.add_get("/attachments/{cid}/{aid}/{filename}", self._file)
         self._runner = web.AppRunner(app, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0, backlog=backlog)  # port 0: free
@@ -125,6 +126,7 @@ class OfflineDiscord(World):
         await self.stop()
 
     api_base = property(lambda self: f"http://127.0.0.1:{self.port}/api/v10")
+    files_base = property(lambda self: f"http://127.0.0.1:{self.port}")
     gateway_url = property(lambda self: f"ws://127.0.0.1:{self.port}/")
     connected = property(lambda self: len(self.gateway.conns))  # open gateway websockets
     identify = property(lambda self: self.gateway.identify)  # the bot's IDENTIFY payload
@@ -167,8 +169,11 @@ class OfflineDiscord(World):
         if request.content_type.startswith("multipart/"):  # files: payload_json + file parts
             form = await request.post()
             body = json.loads(form.get("payload_json", "{}"))
-            body["_files"] = [getattr(f, "filename", k) for k, f in form.items()
-                              if k != "payload_json"]
+            files = [(k, f) for k, f in form.items() if k != "payload_json"]
+            body["_files"] = [getattr(f, "filename", k) for k, f in files]
+            body["_uploads"] = [(getattr(f, "filename", k), f.file.read(),
+                                 getattr(f, "content_type", None))
+                                for k, f in files if hasattr(f, "file")]
         else:
             body = json.loads(await request.read() or "null")
         req = Request(request.method, path, dict(request.query), body)
@@ -192,6 +197,15 @@ class OfflineDiscord(World):
         # discord.py parses JSON only if Content-Type is exactly "application/json" (no charset)
         return web.Response(status=status, headers=headers, content_type="application/json",
                             body=None if status == 204 else json.dumps(payload).encode())
+
+    async def _file(self, request: web.Request) -> web.Response:
+        """An attachment's bytes, as Discord's CDN serves them."""
+        stored = self.files.get(request.match_info["aid"])
+        if stored is None or stored[0]["filename"] != request.match_info["filename"]:
+            return web.Response(status=404)
+        attachment, data = stored
+        return web.Response(body=data, content_type=attachment["content_type"]
+                            or "application/octet-stream")
 
     def _app_info(self, req: Request) -> dict:
         return {"id": self.application_id, "name": self.bot_user["username"], "description": "",
@@ -245,6 +259,8 @@ class OfflineDiscord(World):
         if rec.callback_type is not None:
             raise ApiError(400, "Interaction has already been acknowledged.", 40060)
         ctype, data = req.json["type"], req.json.get("data") or {}
+        if req.json.get("_uploads"):  # multipart: the files ride beside the payload
+            data = {**data, "_uploads": req.json["_uploads"]}
         channel_id, msg, mtype = rec.payload["channel"]["id"], None, 20 if rec.type == 2 else 0
         if ctype == 4:  # a new message
             msg = self._new_message(channel_id, data, rec, mtype)
@@ -257,6 +273,7 @@ class OfflineDiscord(World):
                 msg = self._edit_message(self._get(self.messages, rec.message_id, 10008), data)
         elif ctype == 9:
             self._modals[data["custom_id"]] = rec
+        # 8: autocomplete choices, recorded in rec.data; no message
         if ctype in (4, 5):
             rec.message_id = msg["id"]
         rec.callback_type, rec.data = ctype, data
@@ -318,9 +335,25 @@ class OfflineDiscord(World):
     async def slash(self, user: dict, name: str, options: dict | None = None, guild_id=None,
                     channel_id=None, subcommand: str | None = None,
                     timeout=5.0) -> InteractionRecord:
-        """Run `/name [group] [subcommand]` with `options` {name: value}; a user/channel option
-        takes the object dict. Without guild_id/channel_id it runs in the user's DM."""
+        """Run `/name [group] [subcommand]` with `options` {name: value}; a user, channel or
+        attachment option takes the object dict (`attachment()` makes one). Without
+        guild_id/channel_id it runs in the user's DM."""
         guild_id = guild_id or (channel_id and self.channels[channel_id].get("guild_id"))
+        data = self._command_data(name, options, guild_id, subcommand)
+        return await self._interact(user, 2, data, guild_id, channel_id, timeout=timeout)
+
+    async def autocomplete(self, user: dict, name: str, option: str, typed: str,
+                           options: dict | None = None, guild_id=None, channel_id=None,
+                           subcommand: str | None = None, timeout=5.0) -> InteractionRecord:
+        """Type ``typed`` into ``option`` of `/name` (``options``: those filled already); the
+        choices the bot offered are `rec.data["choices"]`."""
+        guild_id = guild_id or (channel_id and self.channels[channel_id].get("guild_id"))
+        data = self._command_data(name, {**(options or {}), option: typed}, guild_id,
+                                  subcommand, focused=option)
+        return await self._interact(user, 4, data, guild_id, channel_id, timeout=timeout)
+
+    def _command_data(self, name: str, options: dict | None, guild_id, subcommand: str | None,
+                      focused: str | None = None) -> dict:
         scopes = [guild_id, None] if guild_id else [None]
         cmd = next((c for s in scopes for c in self.commands.get(s, []) if c["name"] == name), None)
         if cmd is None:
@@ -339,17 +372,24 @@ class OfflineDiscord(World):
             ospec = next((o for o in spec.get("options", []) if o["name"] == key), None)
             if ospec is None:
                 raise KeyError(f"/{name} has no option {key!r}")
-            if isinstance(value, dict):  # a user (6, 9) or channel (7) object
-                kind = "channels" if ospec["type"] == 7 else "users"
-                resolved.setdefault(kind, {})[value["id"]] = value
-                if kind == "users" and guild_id:
-                    member = {k: v for k, v in self._member(value).items() if k != "user"}
-                    resolved.setdefault("members", {})[value["id"]] = member
-                value = value["id"]
-            leaf["options"].append({"name": key, "type": ospec["type"], "value": value})
+            if isinstance(value, dict):  # a user (6, 9), channel (7) or attachment (11)
+                value = self._resolve(resolved, ospec["type"], value, guild_id)
+            entry = {"name": key, "type": ospec["type"], "value": value}
+            leaf["options"].append(entry | ({"focused": True} if key == focused else {}))
         if resolved:
             data["resolved"] = resolved
-        return await self._interact(user, 2, data, guild_id, channel_id, timeout=timeout)
+        return data
+
+    def _resolve(self, resolved: dict, option_type: int, value: dict, guild_id) -> str:
+        """Put an object option where Discord puts it (data.resolved); its id."""
+        kind = {7: "channels", 11: "attachments"}.get(option_type, "users")
+        if kind == "channels":  # Discord resolves the member's permissions in it
+            value = {"permissions": ALL_PERMISSIONS, **value}
+        resolved.setdefault(kind, {})[value["id"]] = value
+        if kind == "users" and guild_id:
+            member = {k: v for k, v in self._member(value).items() if k != "user"}
+            resolved.setdefault("members", {})[value["id"]] = member
+        return value["id"]
 
     async def _component(self, user, message, data, timeout, wait=True) -> InteractionRecord:
         message = message.message if isinstance(message, InteractionRecord) else message

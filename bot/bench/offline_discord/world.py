@@ -39,12 +39,42 @@ class World:
         self.guilds: dict[str, dict] = {}  # id -> {"guild":, "channels": [...], "members": [...]}
         self.channels: dict[str, dict] = {}
         self.messages: dict[str, dict] = {}
+        self.files: dict[str, tuple[dict, bytes]] = {}  # attachment id -> (attachment, bytes)
         self.commands: dict[str | None, list[dict]] = {}  # None = global, else guild id
         self.bot_user = self.create_user(bot_name, bot=True)
         self.application_id = self.snowflake()
         self._owner = self.create_user("app-owner")
 
     bot_user_id = property(lambda self: self.bot_user["id"])
+    files_base = ""  # where attachments are served (the server's own address)
+
+    def attachment(self, channel_id: str, filename: str, data: bytes,
+                   content_type: str | None = None) -> dict:
+        """Store a file as Discord's CDN does: an attachment with its id, size and a URL
+        the server answers (a bot reads a learner's upload from it)."""
+        aid = self.snowflake()
+        url = f"{self.files_base}/attachments/{channel_id}/{aid}/{filename}"
+        attachment = {"id": aid, "filename": filename, "size": len(data), "url": url,
+                      "proxy_url": url, "content_type": content_type,
+                      "ephemeral": False}
+        self.files[aid] = (attachment, data)
+        return attachment
+
+    def _attachments(self, channel_id: str, data: dict, kept: list[dict]) -> list[dict]:
+        """The message's attachments after a send or edit: discord.py lists each file it
+        uploads as {"id": <its index among the files>, "filename": ...} and each it keeps by
+        its real id."""
+        uploads = data.get("_uploads") or []
+        out = []
+        for entry in data.get("attachments") or []:
+            known = self.files.get(str(entry.get("id")))
+            if known is not None:
+                out.append(known[0])
+            elif str(entry.get("id", "")).isdigit() and int(entry["id"]) < len(uploads):
+                name, body, content_type = uploads[int(entry["id"])]
+                out.append(self.attachment(channel_id, entry.get("filename") or name, body,
+                                           content_type))
+        return out if "attachments" in data else kept
 
     def snowflake(self) -> str:
         return str(((int(time.time() * 1000) - DISCORD_EPOCH_MS) << 22) | next(self._ids) % 4096)
@@ -117,7 +147,8 @@ class World:
         self._check_message(data)
         msg = {"id": self.snowflake(), "channel_id": channel_id, "author": self.bot_user,
                "content": data.get("content") or "", "embeds": data.get("embeds") or [],
-               "components": data.get("components") or [], "attachments": [], "mentions": [],
+               "components": data.get("components") or [],
+               "attachments": self._attachments(channel_id, data, []), "mentions": [],
                "mention_roles": [], "pinned": False, "mention_everyone": False, "tts": False,
                "timestamp": _now(), "edited_timestamp": None, "flags": data.get("flags") or 0,
                "type": mtype}
@@ -132,9 +163,10 @@ class World:
 
     def _edit_message(self, msg: dict, data: dict) -> dict:
         self._check_message(data)
-        for key in ("content", "embeds", "components", "attachments", "poll"):
+        for key in ("content", "embeds", "components", "poll"):
             if key in data:
                 msg[key] = data[key] if data[key] is not None else ("" if key == "content" else [])
+        msg["attachments"] = self._attachments(msg["channel_id"], data, msg["attachments"])
         flags = data.get("flags", msg["flags"]) or 0
         msg["flags"] = (flags | (msg["flags"] & EPHEMERAL)) & ~LOADING  # ephemeral is sticky
         msg["edited_timestamp"] = _now()
