@@ -17,7 +17,7 @@ from bot.discord_ui.admin import in_server
 from bot.discord_ui.components import handled
 from bot.discord_ui.handlers import CardHandlers
 from bot.discord_ui.replies import reply
-from bot.engine import DISCORD, Board, Standing, TutorError, current_streak
+from bot.engine import DISCORD, Board, Standing, TutorError, counted, current_streak
 from content.safe_text import literal
 
 PER_PAGE = 10
@@ -75,7 +75,8 @@ def board_embed(guild_name: str, period: str, season: int, result: Board) -> dis
     if caller and caller not in result.standings:
         lines += ["…", _line(caller) + "  ← you"]
     embed = discord.Embed(title=title, description="\n".join(lines), colour=render.BLUE)
-    embed.set_footer(text=f"Page {result.page}/{result.pages} · {result.total} learner(s) · "
+    embed.set_footer(text=f"Page {result.page}/{result.pages} · "
+                          f"{counted(result.total, 'learner')} · "
                           "due reviews right first try count most")
     return embed
 
@@ -86,7 +87,9 @@ def _line(s: Standing) -> str:
             f"streak {s.streak} · {accuracy} first try")
 
 
-def board_view(period: str, result: Board) -> discord.ui.View:
+def board_view(period: str, result: Board) -> discord.ui.View | None:
+    if result.pages <= 1:
+        return None  # one page: nothing to turn
     view = discord.ui.View(timeout=None)
     view.add_item(BoardButton(period, max(1, result.page - 1), "prev", result.page <= 1))
     view.add_item(BoardButton(period, min(result.pages, result.page + 1), "next",
@@ -123,8 +126,9 @@ class Community:
             png = await asyncio.to_thread(charts.leaderboard_png, title, rows, highlight)
             files = [discord.File(io.BytesIO(png), "leaderboard.png")]
             embed.set_image(url="attachment://leaderboard.png")
-        await interaction.response.send_message(embed=embed, view=board_view(period, result),
-                                                files=files)
+        view = board_view(period, result)
+        await interaction.response.send_message(embed=embed, files=files,
+                                                **({"view": view} if view else {}))
 
     async def on_board_page(self, interaction, period: str, page: int) -> None:
         if not await in_server(interaction, ABOUT_THE_BOARD):

@@ -28,6 +28,7 @@ from bot.engine import (
     Served,
     TutorError,
     Uploaded,
+    counted,
     preview,
 )
 from content.safe_text import literal, markdown
@@ -187,8 +188,8 @@ def _stem(filename: str) -> str:
 def uploaded_text(up: Uploaded) -> str:
     what = "a new deck" if up.new else "a new version of this server's deck"
     return (f"Uploaded **{literal(up.title)}** (`{up.deck_id}`), {what}: version "
-            f"{up.version}, {up.cards} card(s). It is enabled here: learners get its cards "
-            "with **/learn** and **/practice**. Share it with **/deck publish**.")
+            f"{up.version}, {counted(up.cards, 'card')}. It is enabled here: learners get its "
+            "cards with **/learn** and **/practice**. Share it with **/deck publish**.")
 
 
 def rejection(filename: str, exc: DeckRejected) -> list[str]:
@@ -217,7 +218,7 @@ async def _send(interaction: discord.Interaction, lines: list[str], overflow_nam
                                   filename=overflow_name))
 
         def note(left: int) -> str:
-            return f"\n… {left} more line(s) in **{overflow_name}**."
+            return f"\n… {counted(left, 'more line')} in **{overflow_name}**."
 
         kept = [lines[0]]
         for line in lines[1:]:
@@ -233,7 +234,7 @@ def list_embed(summaries: list[DeckSummary]) -> discord.Embed:
     def line(s: DeckSummary) -> str:
         # Bundled decks are everyone's and shared ones public by definition: say it for ours.
         shared = (" · public" if s.public else " · not shared") if s.origin == "uploaded" else ""
-        return (f"**{literal(s.title)}** (`{s.deck_id}`) · {s.cards} card(s) · "
+        return (f"**{literal(s.title)}** (`{s.deck_id}`) · {counted(s.cards, 'card')} · "
                 f"v{s.version} · {ORIGIN[s.origin]}{shared}")
 
     on = [line(s) for s in summaries if s.enabled]

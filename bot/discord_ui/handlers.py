@@ -252,12 +252,18 @@ class CardHandlers:
             return
         if action == "snooze":
             until = await self.db(self.learners.snooze_reminders, learner)
-            await reply(interaction, f"Snoozed: I'll remind you again <t:{int(until.timestamp())}"
-                                     ":t>.", ephemeral=False)
+            done = f"⏰ Snoozed: I'll remind you again <t:{int(until.timestamp())}:t>."
+        else:
+            await self.db(self.learners.pause_reminders, learner)
+            done = ("⏸️ Reminders paused. Turn them back on any time with "
+                    "**/settings reminders:True**.")
+        # On the reminder itself: what was done, and no button left to press again.
+        message = interaction.message
+        if message is None:
+            await reply(interaction, done, ephemeral=False)
             return
-        await self.db(self.learners.pause_reminders, learner)
-        await reply(interaction, "Reminders paused. Turn them back on any time with "
-                                 "**/settings reminders:True**.", ephemeral=False)
+        await interaction.response.edit_message(
+            content=f"{message.content}\n\n{done}", view=None)
 
     # -- forgetting ----------------------------------------------------------------------
 
@@ -265,11 +271,10 @@ class CardHandlers:
         if interaction.user.id != user_id:
             await reply(interaction, "Only the person who asked can confirm this.")
             return
+        # The answer replaces the question, and its buttons go.
         if not confirmed:
-            await interaction.response.edit_message(
-                embeds=[render.notice("Nothing was deleted.")], view=None)
+            await interaction.response.edit_message(content="Nothing was deleted.", view=None)
             return
         await self.db(self.learners.forget, await self.learner(interaction.user))
         await interaction.response.edit_message(
-            embeds=[render.notice("Done: your progress, reviews and settings are deleted.")],
-            view=None)
+            content="Done: your progress, reviews and settings are deleted.", view=None)

@@ -11,7 +11,7 @@ from bot.discord_ui.components import handled
 from bot.discord_ui.handlers import CardHandlers
 from bot.discord_ui.options import learner_command, scheduler_choices, timezone_names
 from bot.discord_ui.replies import dm, reply
-from bot.engine import RANGES, TutorError, current_streak
+from bot.engine import RANGES, TutorError, counted, current_streak
 from bot.engine import reminder_hour as reminder_hour_of  # /settings has an option so named
 
 
@@ -63,7 +63,7 @@ def commands(handlers: CardHandlers, community: Community) -> list[app_commands.
             interaction.user.display_name, progress, reviewed,
             first_try / reviewed if reviewed else None)
         streak = current_streak(learner, progress.today)
-        embed.add_field(name="Streak", value=f"{streak} day(s)"
+        embed.add_field(name="Streak", value=f"{counted(streak, 'day')}"
                         f" (longest {learner.longest_streak})")
         embed.add_field(name="Scheduler", value=render.scheduler_line(learner, progress.choice))
         played = await handlers.db(handlers.engine.plays.decks, learner.id, interaction.guild_id)
@@ -126,11 +126,12 @@ def commands(handlers: CardHandlers, community: Community) -> list[app_commands.
             f"Timezone: **{learner.timezone}** (your day starts at "
             f"{learner.rollover_hour:02d}:00)",
             f"Reminders: **{'on' if learner.reminders_enabled else 'off'}**, at "
-            f"{reminder_hour_of(learner):02d}:00 when at least {learner.reminder_min_due} "
-            "card(s) are due" + (f" (quiet {learner.quiet_start:02d}:00-"
-                                 f"{learner.quiet_end:02d}:00)" if learner.quiet_start
-                                 is not None and learner.quiet_end is not None else ""),
-            f"Streak: a day counts after {learner.daily_minimum} review(s)",
+            f"{reminder_hour_of(learner):02d}:00 when at least "
+            f"{counted(learner.reminder_min_due, 'card')} "
+            + ("is" if learner.reminder_min_due == 1 else "are") + " due"
+            + (f" (quiet {learner.quiet_start:02d}:00-{learner.quiet_end:02d}:00)"
+               if learner.quiet_start is not None and learner.quiet_end is not None else ""),
+            f"Streak: a day counts after {counted(learner.daily_minimum, 'review')}",
             f"Leaderboards: **{'shown' if learner.leaderboard_visible else 'hidden'}**",
             f"New cards per day: **{learner.new_per_day}**",
             "Scheduler: " + render.scheduler_line(

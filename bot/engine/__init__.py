@@ -14,7 +14,8 @@ terminal, the web) import only from here (an import-linter contract holds them t
   `NeedsSandbox`, `DeckRejected`, `BadChoice`, `BadServerSetting`, `BadSetting`,
   `FitRefused`.
 - Words shared by the front ends: `feedback_of` (what a verdict says), `card_text`,
-  `when`, ...; Discord's size limits (`DISCORD`), which uploads are measured by.
+  `when`, `counted` ("1 card", "2 cards"), ...; Discord's size limits (`DISCORD`), which
+  uploads are measured by.
 - For the command line: `check_limits` (a deck file's limits), `exercises_of` (its behaviour
   cards), `report_from` (a sandbox result as a `CodeReport`).
 
@@ -67,6 +68,7 @@ from bot.engine.served_cards import CardInPlay
 from bot.engine.servers import WEEKDAYS, BadServerSetting
 from bot.engine.services import Engine
 from bot.engine.tutor import CODE_POLICY, Mode
+from bot.engine.wording import counted
 from scheduler.grading import MAX_ATTEMPTS
 from scheduler.storage.models import Learner
 
@@ -79,6 +81,7 @@ __all__ = [
     "LearnerMistake", "MessageLimits", "Missed", "Mode", "NeedsSandbox", "NotJudged", "NotYours",
     "Progress", "Reminder", "ReminderSweep", "RepeatedAnswer", "Response", "Served", "StaleCard",
     "Standing", "TryAgain", "TutorError", "Uploaded", "Verdict", "answer_text", "card_text",
-    "check_limits", "current_streak", "exercises_of", "feedback_of", "fit_lines", "lettered",
-    "numbered_code", "preview", "reminder_hour", "report_from", "retry_text", "shown", "when",
+    "check_limits", "counted", "current_streak", "exercises_of", "feedback_of", "fit_lines",
+    "lettered", "numbered_code", "preview", "reminder_hour", "report_from", "retry_text", "shown",
+    "when",
 ]

@@ -99,11 +99,14 @@ async def test_forget_me_asks_first_and_then_deletes_everything(world, store):
     ask = await ann.slash(channel, "forget-me")
     assert ask.ephemeral and "Sure?" in ask.response.content
     cancel = await ann.click(ask.response, label="Cancel")
-    assert "Nothing was deleted." in cancel.response.embeds[0].description
+    # The answer replaces the question: no "Sure?" left above it, no button to press again.
+    assert cancel.response.content == "Nothing was deleted."
+    assert not cancel.response.components
     assert store.reviews.on_day(learner_id, store_now().date())
     ask = await ann.slash(channel, "forget-me")
     done = await ann.click(ask.response, label="Yes, delete everything")
-    assert "deleted" in done.response.embeds[0].description
+    assert done.response.content == "Done: your progress, reviews and settings are deleted."
+    assert not done.response.components
     assert store.learners.get(learner_id) is None
     assert store.reviews.on_day(learner_id, store_now().date()) == []
 

@@ -46,7 +46,7 @@ async def test_the_weekly_board_pages_and_shows_the_callers_rank(world, simcord_
     lines = embed.description.splitlines()
     assert lines[0].startswith("`# 1` **user00** — 130 pts")
     assert len(lines) == 12 and lines[-1].endswith("← you") and "`#12`" in lines[-1]
-    assert embed.footer.text.startswith("Page 1/2 · 12 learner(s)")
+    assert embed.footer.text.startswith("Page 1/2 · 12 learners")
     page_two = await last.click(result.response, label="Next ▶")
     two = page_two.response.embeds[0]
     assert two.footer.text.startswith("Page 2/2") and "user10" in two.description
@@ -61,6 +61,9 @@ async def test_hidden_learners_are_left_off_the_board(world, simcord_env, store)
     await members[0].slash(channel, "settings", leaderboard=False)
     board = await members[1].slash(channel, "leaderboard")
     assert "user00" not in board.response.embeds[0].description
+    # One page: nothing to turn, so no Prev/Next.
+    assert board.response.embeds[0].footer.text.startswith("Page 1/1 · 2 learners")
+    assert not board.response.components
 
 
 async def test_the_board_can_come_as_a_picture(world, simcord_env, store):

@@ -64,7 +64,7 @@ async def test_a_public_decks_title_shows_as_written_in_another_server(world, si
              "(`tensor-basics`)")
     listed = (await boss.slash(hall, "deck list")).response
     available = listed.embeds[0].description.split("**Available**")[1]
-    assert f"{shown} · 2 card(s) · v1 · shared" in available
+    assert f"{shown} · 2 cards · v1 · shared" in available
     assert listed.embeds[0].description.count(FAKE) == 1  # ours, not the title's
     on = (await boss.slash(hall, "deck enable", deck="tensor-basics")).response
     assert on.content.startswith("Decks played here: ") and shown in on.content
@@ -90,7 +90,7 @@ async def test_a_title_stored_on_several_lines_shows_on_one(world, simcord_env):
     guild, channel, *_ = world
     admin = admin_of(simcord_env, guild)
     listed = (await admin.slash(channel, "deck list")).response.embeds[0].description
-    line = rf"**Old \*\*Played here\*\* {ESCAPED_LURE}** (`legacy`) · 1 card(s)"
+    line = rf"**Old \*\*Played here\*\* {ESCAPED_LURE}** (`legacy`) · 1 card"
     assert line in listed and listed.count(FAKE) == 1
     off = (await admin.slash(channel, "deck disable", deck="gradient-accumulation")).response
     assert off.content == f"Decks played here: {line.split(' · ')[0]}."

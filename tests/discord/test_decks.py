@@ -125,7 +125,7 @@ async def test_problems_that_do_not_fit_in_a_message_come_as_a_file(world, admin
     before = decks.summaries(guild.id)
     message = final(await admin.slash(channel, "deck upload",
                                       file=("many.yaml", many.encode())))
-    assert len(message.content) <= 2000 and "more line(s) in **many.problems.txt**" in (
+    assert len(message.content) <= 2000 and "more lines in **many.problems.txt**" in (
         message.content)
     [attached] = message.attachments
     problems = (await attached.read()).decode().splitlines()
@@ -154,10 +154,10 @@ async def test_a_practice_page_becomes_a_deck_learners_here_play(world, admin, d
                                  file=("community.yaml", DECK.encode())))
     assert up.ephemeral
     assert up.content.startswith("Uploaded **Tensor basics** (`tensor-basics`), a new deck: "
-                                 "version 1, 2 card(s). It is enabled here")
+                                 "version 1, 2 cards. It is enabled here")
     listed = (await admin.slash(channel, "deck list")).response.embeds[0].description
     played, _, available = listed.partition("**Available**")
-    assert ("**Tensor basics** (`tensor-basics`) · 2 card(s) · v1 · this server's · "
+    assert ("**Tensor basics** (`tensor-basics`) · 2 cards · v1 · this server's · "
             "not shared" in played)
     assert "(`gradient-accumulation`)" in played and " · bundled" in played
     shown = (await admin.slash(channel, "deck show", deck="tensor-basics")).response
@@ -179,7 +179,7 @@ async def test_a_new_version_replaces_this_servers_deck(world, admin):
     await admin.slash(channel, "deck upload", file=("community.yaml", DECK.encode()))
     again = DECK.replace("version: 1", "version: 2").replace("rev: 1", "rev: 2", 1)
     up = final(await admin.slash(channel, "deck upload", file=("v2.yaml", again.encode())))
-    assert "a new version of this server's deck: version 2, 2 card(s)" in up.content
+    assert "a new version of this server's deck: version 2, 2 cards" in up.content
 
 
 async def test_a_published_deck_is_played_on_another_server(world, admin, simcord_env, decks):
@@ -203,7 +203,7 @@ async def test_a_published_deck_is_played_on_another_server(world, admin, simcor
     on = await admin2.slash(hall, "deck enable", deck="tensor-basics")
     assert "**Tensor basics** (`tensor-basics`)" in on.response.content
     listed = (await admin2.slash(hall, "deck list")).response.embeds[0].description
-    assert "(`tensor-basics`) · 2 card(s) · v1 · shared" in listed
+    assert "(`tensor-basics`) · 2 cards · v1 · shared" in listed
     await admin2.slash(hall, "deck disable", deck="gradient-accumulation")
     card = (await cat.slash(hall, "learn")).response
     assert card.embeds[0].footer.text.endswith("tensor-basics/move")

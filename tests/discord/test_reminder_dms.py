@@ -55,10 +55,18 @@ async def test_reminder_buttons_review_snooze_and_pause(world, simcord_env, stor
     assert review.response.embeds[0].title.startswith("Review")
     assert not review.ephemeral
     snooze = await ann.user.click(dm, label="Snooze 1 h")
-    assert "Snoozed" in snooze.response.content
+    # The reminder itself says what was done, and has no button left to press again.
+    assert snooze.response.content.startswith("📚 1 card is due for review.")
+    assert "⏰ Snoozed: I'll remind you again <t:" in snooze.response.content
+    assert not snooze.response.components
     assert store.learners.get(person.id).next_reminder_at == clock.now + timedelta(hours=1)
-    pause = await ann.user.click(dm, label="Pause reminders")
+    clock.advance(hours=1)
+    assert (await run_sweep(simcord_env, store, clock)).sent == 1  # the snoozed reminder
+    again = ann.user.dm_channel.last_message
+    pause = await ann.user.click(again, label="Pause reminders")
+    assert "⏸️ Reminders paused." in pause.response.content
     assert "/settings reminders:True" in pause.response.content
+    assert not pause.response.components
     paused = store.learners.get(person.id)
     assert not paused.reminders_enabled and paused.next_reminder_at is None
 

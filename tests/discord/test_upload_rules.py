@@ -202,7 +202,7 @@ async def test_the_bundled_deck_exported_and_uploaded_back_plays_the_same_cards(
     up = final(await boss.slash(hall, "deck upload", file=("ga-copy.yaml", copy.encode())))
     bundled = library.deck("gradient-accumulation")
     assert up.content.startswith(f"Uploaded **{bundled.title}** (`ga-copy`), a new deck: "
-                                 f"version 1, {len(bundled.cards)} card(s)")
+                                 f"version 1, {len(bundled.cards)} cards")
     off = await boss.slash(hall, "deck disable", deck="gradient-accumulation")
     assert "(`ga-copy`)" in off.response.content and "gradient-accumulation" not in (
         off.response.content)
