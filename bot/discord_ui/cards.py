@@ -9,7 +9,7 @@ from discord import app_commands
 from bot.discord_ui.handlers import CardHandlers
 from bot.discord_ui.options import learner_command
 from bot.discord_ui.replies import reply
-from bot.engine import DISCORD
+from bot.engine import DISCORD, topic_name
 from content.safe_text import clip, code_span
 
 PRIVATE_ONLY = ("This server keeps cards private. An admin can allow public play with "
@@ -56,7 +56,8 @@ def commands(handlers: CardHandlers) -> list[app_commands.Command]:
     @practice.autocomplete("topic")
     async def practice_topics(interaction, current: str) -> list[app_commands.Choice[str]]:
         topics = await topics_here(interaction)
-        return [app_commands.Choice(name=t, value=t) for t in topics
-                if current.lower() in t][:DISCORD.select_options]
+        typed = current.lower()
+        return [app_commands.Choice(name=topic_name(t), value=t) for t in topics
+                if typed in t or typed in topic_name(t)][:DISCORD.select_options]
 
     return [review, learn, practice]

@@ -17,7 +17,15 @@ from bot.discord_ui.admin import in_server
 from bot.discord_ui.components import handled
 from bot.discord_ui.handlers import CardHandlers
 from bot.discord_ui.replies import reply
-from bot.engine import DISCORD, Board, Standing, TutorError, counted, current_streak
+from bot.engine import (
+    DISCORD,
+    Board,
+    Standing,
+    TutorError,
+    card_label,
+    counted,
+    current_streak,
+)
 from content.safe_text import literal
 
 PER_PAGE = 10
@@ -50,8 +58,11 @@ class ReviewCardButton(discord.ui.DynamicItem[discord.ui.Button],
                        template=r"srs:card:(?P<card>[a-z][a-z0-9-]*/[a-z][a-z0-9-]*)"):
     """From /stats: practise one of the cards you miss most."""
 
-    def __init__(self, card_id: str):
-        super().__init__(discord.ui.Button(label=f"Review {card_id.split('/')[-1]}",
+    def __init__(self, card_id: str, label: str = ""):
+        # Named by its prompt; the id is only the value behind it (a rebuilt button after
+        # a restart needs no label: discord.py routes the click by custom_id).
+        super().__init__(discord.ui.Button(label=f"Review: {label}"[:DISCORD.button_label]
+                                           if label else "Review",
                                            custom_id=f"srs:card:{card_id}"[:DISCORD.custom_id]))
         self.card_id = card_id
 
@@ -150,7 +161,7 @@ class Community:
         embed = discord.Embed(title=f"What this server gets wrong (last {INSIGHT_DAYS} days)",
                               colour=render.BLUE)
         embed.add_field(name="Cards missed most", inline=False, value="\n".join(
-            f"**{card.split('/')[-1]}** missed {missed} of {total}"
+            f"**{literal(self._label(card))}** missed {missed} of {total}"
             for card, missed, total in found.missed_cards) or "Nothing missed yet.")
         embed.add_field(name="Mistakes made most", inline=False, value="\n".join(
             f"**{literal(title)}** × {n}" for title, n in found.mistakes) or "None yet.")
@@ -172,8 +183,15 @@ class Community:
             view = discord.ui.View(timeout=None)
             for card_id, _, _ in found.missed_cards:
                 if self.tutor.library.has_card(card_id):
-                    view.add_item(ReviewCardButton(card_id))
+                    view.add_item(ReviewCardButton(card_id, self._label(card_id)))
         return [discord.File(io.BytesIO(png), "stats.png")], lines, view
+
+    def _label(self, card_id: str) -> str:
+        """A card as learners know it: its prompt's first line (a card since removed from
+        its deck: the last part of its id)."""
+        library = self.tutor.library
+        return card_label(library.card(card_id).prompt) if library.has_card(card_id) \
+            else card_id.rsplit("/", 1)[-1]
 
     async def on_review_card(self, interaction, card_id: str) -> None:
         if not self.tutor.library.has_card(card_id):

@@ -31,7 +31,7 @@ from bot.engine import (
     counted,
     preview,
 )
-from content.safe_text import literal, markdown
+from content.safe_text import clip, literal, markdown, plain
 from content.schema import Deck
 
 MAX_UPLOAD = 256 * 1024  # bytes; the engine checks the bytes again
@@ -169,8 +169,10 @@ def commands(handlers: CardHandlers) -> list[app_commands.Group]:
 
     async def deck_ids(interaction: discord.Interaction,
                        current: str) -> list[app_commands.Choice[str]]:
-        ids = await handlers.db(decks.ids, interaction.guild_id, current)
-        return [app_commands.Choice(name=d, value=d) for d in ids[:DISCORD.select_options]]
+        found = await handlers.db(decks.choices, interaction.guild_id, current)
+        return [app_commands.Choice(name=clip(" ".join(plain(title).split()),
+                                              DISCORD.select_label), value=deck_id)
+                for deck_id, title in found[:DISCORD.select_options]]
 
     for command in (show, enable, disable, publish, remove, export):
         command.autocomplete("deck")(deck_ids)

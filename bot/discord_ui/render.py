@@ -30,6 +30,7 @@ from bot.engine import (
     lettered,
     retry_text,
     shown,
+    topic_name,
     when,
 )
 from content.loader import AnyCard
@@ -62,7 +63,8 @@ class AnswerEmbed(discord.Embed):
 
 def card_embed(card: AnyCard, served: Served, finished: bool = False) -> discord.Embed:
     embed = AnswerEmbed(
-        title=f"{KIND_LABEL[served.kind]} · {card.difficulty} · {', '.join(card.topics)}",
+        title=f"{KIND_LABEL[served.kind]} · {card.difficulty} · "
+              f"{', '.join(topic_name(t) for t in card.topics)}",
         description=clip(card_text(card, lettered(card, served)), DISCORD.embed_description),
         colour=BLUE,
     )
@@ -72,7 +74,7 @@ def card_embed(card: AnyCard, served: Served, finished: bool = False) -> discord
     left = MAX_ATTEMPTS - served.attempts
     status = ("answered" if finished else "one judged run decides it"
               if isinstance(card, CodeCard) else f"{left} attempt{'s' * (left != 1)} left")
-    embed.set_footer(text=f"{status} · {card.id}")
+    embed.set_footer(text=status)  # the card's id is ours, not the learner's
     return embed
 
 

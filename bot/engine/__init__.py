@@ -68,7 +68,7 @@ from bot.engine.served_cards import CardInPlay
 from bot.engine.servers import WEEKDAYS, BadServerSetting
 from bot.engine.services import Engine
 from bot.engine.tutor import CODE_POLICY, Mode
-from bot.engine.wording import counted
+from bot.engine.wording import card_label, counted, topic_name
 from scheduler.grading import MAX_ATTEMPTS
 from scheduler.storage.models import Learner
 
@@ -80,8 +80,8 @@ __all__ = [
     "Finished", "FitDone", "FitPanel", "FitRefused", "Gone", "InvalidAnswer", "Learner",
     "LearnerMistake", "MessageLimits", "Missed", "Mode", "NeedsSandbox", "NotJudged", "NotYours",
     "Progress", "Reminder", "ReminderSweep", "RepeatedAnswer", "Response", "Served", "StaleCard",
-    "Standing", "TryAgain", "TutorError", "Uploaded", "Verdict", "answer_text", "card_text",
-    "check_limits", "counted", "current_streak", "exercises_of", "feedback_of", "fit_lines",
-    "lettered", "numbered_code", "preview", "reminder_hour", "report_from", "retry_text", "shown",
-    "when",
+    "Standing", "TryAgain", "TutorError", "Uploaded", "Verdict", "answer_text", "card_label",
+    "card_text", "check_limits", "counted", "current_streak", "exercises_of", "feedback_of",
+    "fit_lines", "lettered", "numbered_code", "preview", "reminder_hour", "report_from",
+    "retry_text", "shown", "topic_name", "when",
 ]

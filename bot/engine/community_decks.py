@@ -247,8 +247,16 @@ class CommunityDecks:
                                                  allow_unicode=True).encode()
 
     def ids(self, guild_id: int, prefix: str = "") -> list[str]:
-        """Deck ids this server can see that start with `prefix` (autocomplete)."""
+        """Deck ids this server can see that start with `prefix`."""
         return [d for d in self.server.visible(guild_id) if d.startswith(prefix)]
+
+    def choices(self, guild_id: int, typed: str = "") -> list[tuple[str, str]]:
+        """(id, title) of the decks this server can see whose title or id holds what was
+        typed (autocomplete: learners see titles, the id is the value)."""
+        needle = typed.casefold()
+        return [(deck_id, deck.title) for deck_id, (deck, _) in
+                self.server.visible(guild_id).items()
+                if needle in deck.title.casefold() or needle in deck_id]
 
 
 def _check_revs(old: Deck, new: Deck, version: int, line) -> None:

@@ -30,6 +30,7 @@ class MessageLimits:
     select_label: int = 100  # a select option's label; also an autocomplete choice's name
     select_options: int = 25  # a select's options; also autocomplete choices
     custom_id: int = 100
+    button_label: int = 80
     message_components: int = 25  # buttons per message (5 rows of 5)
     message_rows: int = 5
     row_width: int = 5

@@ -144,7 +144,8 @@ async def test_a_failing_button_apologises(world, bot_tutor, monkeypatch, caplog
 async def test_practice_autocompletes_topics_and_rejects_unknown_ones(world):
     _, channel, ann, _ = world
     choices = await ann.autocomplete(channel, "practice", "topic", "loss")
-    assert [c["value"] for c in choices] == ["loss-scaling", "token-losses"]
+    assert choices == [{"name": "loss scaling", "value": "loss-scaling"},
+                       {"name": "token losses", "value": "token-losses"}]  # words shown
     result = await ann.slash(channel, "practice", topic="astrology")
     assert "No topic `astrology` in the decks you play here" in result.response.content
 

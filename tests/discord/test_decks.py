@@ -17,7 +17,15 @@ from bot.discord_ui.decks import show_embeds
 from bot.engine.tutor import Tutor
 from content.loader import DeckLibrary, parse_deck
 from tests.helpers.clock import store_now
-from tests.helpers.discord import choose, final, learner_of, pings_nobody, text_of, untouched
+from tests.helpers.discord import (
+    card_id_of,
+    choose,
+    final,
+    learner_of,
+    pings_nobody,
+    text_of,
+    untouched,
+)
 from tests.helpers.paths import COMMUNITY_DECK as DECK
 from tests.helpers.paths import FIXTURES
 
@@ -133,7 +141,7 @@ async def test_problems_that_do_not_fit_in_a_message_come_as_a_file(world, admin
     untouched(decks, guild.id, before)
 
 
-async def test_a_practice_page_becomes_a_deck_learners_here_play(world, admin, decks):
+async def test_a_practice_page_becomes_a_deck_learners_here_play(world, admin, decks, store):
     guild, channel, ann, _ = world
     before = decks.summaries(guild.id)
     page = final(await admin.slash(channel, "deck upload",
@@ -169,7 +177,7 @@ async def test_a_practice_page_becomes_a_deck_learners_here_play(world, admin, d
     off = await admin.slash(channel, "deck disable", deck="gradient-accumulation")
     assert off.response.content == "Decks played here: **Tensor basics** (`tensor-basics`)."
     card = (await ann.slash(channel, "learn")).response
-    assert card.embeds[0].footer.text.endswith("tensor-basics/move")
+    assert card_id_of(store, card) == "tensor-basics/move"
     answered = await choose(ann, card, "copy")
     assert answered.response.embeds[-1].title.startswith("Correct")
 
@@ -198,15 +206,16 @@ async def test_a_published_deck_is_played_on_another_server(world, admin, simcor
     assert "is now public" in public.response.content
     mine = (await admin.slash(channel, "deck list")).response.embeds[0].description
     assert "this server's · public" in mine
+    # Titles to read, ids as the values sent.
     assert (await admin2.autocomplete(hall, "deck enable", "deck", "tensor")) == [
-        {"name": "tensor-basics", "value": "tensor-basics"}]
+        {"name": "Tensor basics", "value": "tensor-basics"}]
     on = await admin2.slash(hall, "deck enable", deck="tensor-basics")
     assert "**Tensor basics** (`tensor-basics`)" in on.response.content
     listed = (await admin2.slash(hall, "deck list")).response.embeds[0].description
     assert "(`tensor-basics`) · 2 cards · v1 · shared" in listed
     await admin2.slash(hall, "deck disable", deck="gradient-accumulation")
     card = (await cat.slash(hall, "learn")).response
-    assert card.embeds[0].footer.text.endswith("tensor-basics/move")
+    assert card_id_of(decks.tutor.store, card) == "tensor-basics/move"
     # Only the owner decides who shares it.
     taken = await admin2.slash(hall, "deck publish", deck="tensor-basics", public=False)
     assert "is no longer public" not in taken.response.content

@@ -11,7 +11,13 @@ from __future__ import annotations
 import pytest
 
 from bot.discord_ui.reminders import DiscordReminderSender
-from tests.helpers.discord import choose, learner_of, pick_and_submit
+from tests.helpers.discord import (
+    card_id_of,
+    choose,
+    custom_ids,
+    learner_of,
+    pick_and_submit,
+)
 from tests.helpers.engines import engine_of
 from tests.helpers.paths import FIXTURES
 
@@ -27,24 +33,20 @@ async def own_deck_only(world, admin):
     await admin.slash(channel, "deck disable", deck="gradient-accumulation")
 
 
-def card_id(message) -> str:
-    return message.embeds[0].footer.text.rsplit(" ", 1)[-1]
-
-
 async def answer_right(actor, message) -> None:
     """Answer one of the uploaded deck's cards right on the first try."""
-    if card_id(message) == "tensor-basics/move":
+    if any(cid.startswith("srs:opt:") for cid in custom_ids(message)):  # the choice card
         await choose(actor, message, "copy")
     else:
         await pick_and_submit(actor, message, {"attr": "shape"})
 
 
-async def learn_own_deck(ann, channel) -> list[str]:
+async def learn_own_deck(ann, channel, store) -> list[str]:
     """ann learns both of the server's cards; their ids, in the order served."""
     served = []
     for _ in OWN:
         card = (await ann.slash(channel, "learn")).response
-        served.append(card_id(card))
+        served.append(card_id_of(store, card))
         await answer_right(ann, card)
     return served
 
@@ -66,9 +68,9 @@ async def remind(ann, channel, store, clock, simcord_env, tutor):
 # -- point 1: /stats ---------------------------------------------------------------------
 
 
-async def test_stats_count_the_decks_the_server_plays(world, own_deck_only, clock):
+async def test_stats_count_the_decks_the_server_plays(world, own_deck_only, clock, store):
     _, channel, ann, _ = world
-    assert sorted(await learn_own_deck(ann, channel)) == sorted(OWN)
+    assert sorted(await learn_own_deck(ann, channel, store)) == sorted(OWN)
     fields = await stats_fields(ann, channel)
     assert fields["Cards seen"] == "2 / 2"  # not the bundled deck's count
     assert fields["Due now"] == "0" and fields["Next review"] != "–"
@@ -76,7 +78,7 @@ async def test_stats_count_the_decks_the_server_plays(world, own_deck_only, cloc
     fields = await stats_fields(ann, channel)
     assert fields["Due now"] == "2" and fields["Next review"] == "now"
     review = (await ann.slash(channel, "review")).response
-    assert card_id(review) in OWN  # what /stats calls due is what /review serves
+    assert card_id_of(store, review) in OWN  # what /stats calls due is what /review serves
 
 
 # -- point 2: reminders and DMs ------------------------------------------------------------
@@ -85,20 +87,20 @@ async def test_stats_count_the_decks_the_server_plays(world, own_deck_only, cloc
 async def test_a_reminder_counts_what_review_now_serves_from_the_dm(
         world, own_deck_only, store, clock, simcord_env, bot_tutor):
     _, channel, ann, _ = world
-    await learn_own_deck(ann, channel)
+    await learn_own_deck(ann, channel, store)
     report = await remind(ann, channel, store, clock, simcord_env, bot_tutor)
     assert report.sent == 1
     dm = ann.user.dm_channel.last_message
     assert "2 cards are due for review." in dm.content
     review = await ann.user.click(dm, label="Review now")
     assert review.response.embeds, review.response.content  # not "Nothing is due"
-    assert card_id(review.response) in OWN
+    assert card_id_of(store, review.response) in OWN
 
 
 async def test_no_reminder_for_the_cards_of_a_removed_deck(
         world, own_deck_only, admin, store, clock, simcord_env, bot_tutor):
     _, channel, ann, _ = world
-    await learn_own_deck(ann, channel)
+    await learn_own_deck(ann, channel, store)
     await admin.slash(channel, "deck remove", deck="tensor-basics")
     report = await remind(ann, channel, store, clock, simcord_env, bot_tutor)
     assert (report.sent, report.nothing_due) == (0, 1)
@@ -113,43 +115,43 @@ async def test_a_dm_plays_the_decks_of_the_server_used_last(
     the reminder, nor /learn and /stats in a DM, offer it any more."""
     _, channel, ann, _ = world
     bundled = (await ann.slash(channel, "learn")).response
-    assert card_id(bundled) == "gradient-accumulation/zero-grad"
+    assert card_id_of(store, bundled) == "gradient-accumulation/zero-grad"
     await pick_and_submit(ann, bundled, {"method": "zero_grad"})
     await admin.slash(channel, "deck upload", file=("community.yaml", DECK.encode()))
     await admin.slash(channel, "deck disable", deck="gradient-accumulation")
     report = await remind(ann, channel, store, clock, simcord_env, bot_tutor)
     assert (report.sent, report.nothing_due) == (0, 1)
     learned = (await ann.user.slash("learn")).response
-    assert card_id(learned) in OWN  # not the bundled deck the server turned off
+    assert card_id_of(store, learned) in OWN  # not the bundled deck the server turned off
     assert (await stats_fields(ann.user))["Cards seen"] == "0 / 2"
 
 
 async def test_a_dm_follows_the_server_used_most_recently(world, simcord_env, own_deck_only,
-                                                         clock):
+                                                         clock, store):
     """Two servers: a DM plays the decks of the one the learner used last."""
     _, channel, ann, _ = world
     other = simcord_env.create_guild(name="Other")
     hall = other.create_text_channel("hall")
     ann_there = other.add_member(ann.user)
     await ann.slash(channel, "learn")
-    assert card_id((await ann.user.slash("learn")).response) in OWN
+    assert card_id_of(store, (await ann.user.slash("learn")).response) in OWN
     clock.advance(minutes=1)
     await ann_there.slash(hall, "learn")  # the bundled deck: all that server plays
     dm = (await ann.user.slash("learn")).response
-    assert card_id(dm).startswith("gradient-accumulation/")
+    assert card_id_of(store, dm).startswith("gradient-accumulation/")
 
 
 # -- point 11: /practice topics ----------------------------------------------------------
 
 
 async def test_practice_offers_and_serves_the_topics_of_the_decks_played_here(
-        world, own_deck_only, simcord_env):
+        world, own_deck_only, simcord_env, store):
     _, channel, ann, _ = world
     offered = await ann.autocomplete(channel, "practice", "topic", "dev")
     assert [c["value"] for c in offered] == ["devices"]
     assert await ann.autocomplete(channel, "practice", "topic", "loss") == []  # switched off
     card = (await ann.slash(channel, "practice", topic="devices")).response
-    assert card_id(card) in OWN
+    assert card_id_of(store, card) in OWN
     refused = (await ann.slash(channel, "practice", topic="loss-scaling")).response
     assert "No topic `loss-scaling` in the decks you play here" in refused.content
     assert "Topics: devices." in refused.content
@@ -163,10 +165,10 @@ async def test_practice_offers_and_serves_the_topics_of_the_decks_played_here(
 
 
 async def test_stats_misconceptions_are_those_of_the_decks_played_here(world, own_deck_only,
-                                                                       simcord_env):
+                                                                       simcord_env, store):
     _, channel, ann, _ = world
     card = (await ann.slash(channel, "learn")).response
-    while card_id(card) != "tensor-basics/move":  # the card with the 'in place' lure
+    while card_id_of(store, card) != "tensor-basics/move":  # the card with the 'in place' lure
         await answer_right(ann, card)
         card = (await ann.slash(channel, "learn")).response
     await choose(ann, card, "none")  # shows 'Thinking to() works in place'

@@ -10,7 +10,7 @@ import pytest
 
 from bot.engine.fits import ServerFits
 from scheduler.server_fit import fit_server
-from tests.helpers.discord import forged_slash, learner_of, pick_and_submit
+from tests.helpers.discord import card_id_of, forged_slash, learner_of, pick_and_submit
 from tests.helpers.server_logs import FAST_FORGETTERS, fsrs_world, seed_server_log
 
 pytestmark = pytest.mark.postgres
@@ -129,7 +129,7 @@ async def test_a_wrong_answer_brings_a_remedy_and_stats_show_the_misconception(
     done = await pick_and_submit(ann, card, RIGHT[BACKWARD])
     remedy = await ann.click(done.response, label="Next card")
     assert remedy.response.embeds[0].title.startswith("On a recent mistake")
-    assert remedy.response.embeds[0].footer.text.endswith(SCALE)
+    assert card_id_of(store, remedy.response) == SCALE
     await pick_and_submit(ann, remedy.response, RIGHT[SCALE])
     stats = await ann.slash(channel, "stats")
     fields = {f.name: f.value for f in stats.response.embeds[0].fields}

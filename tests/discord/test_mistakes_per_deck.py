@@ -7,7 +7,7 @@ from __future__ import annotations
 import discord
 import pytest
 
-from tests.helpers.discord import choose, final
+from tests.helpers.discord import card_id_of, choose, final
 from tests.helpers.paths import COMMUNITY_DECK as DECK
 
 LURE = "[Claim your prize](https://evil.example/prize)"
@@ -30,10 +30,10 @@ async def upload(admin, channel, text: str, play_only: bool) -> None:
         await admin.slash(channel, "deck disable", deck="gradient-accumulation")
 
 
-async def miss_in_place(learner, channel) -> None:
+async def miss_in_place(learner, channel, store) -> None:
     """Learn tensor-basics/move, choose the 'in place' lure, then the right answer."""
     card = (await learner.slash(channel, "learn")).response
-    assert card.embeds[0].footer.text.endswith("tensor-basics/move")
+    assert card_id_of(store, card) == "tensor-basics/move"
     await choose(learner, card, "none")
     await choose(learner, card, "copy")
 
@@ -44,13 +44,14 @@ async def stats_fields(learner, channel) -> dict[str, str]:
     return {f.name: f.value for f in message.embeds[0].fields}
 
 
-async def test_another_servers_deck_cannot_retitle_this_servers_mistake(world, simcord_env):
+async def test_another_servers_deck_cannot_retitle_this_servers_mistake(world, simcord_env,
+                                                                       store):
     guild_b, channel_b, ann, _ = world
     await upload(admin_of(simcord_env, guild_b), channel_b, DECK, play_only=True)
     guild_a = simcord_env.create_guild(name="Prize Club")
     hall = guild_a.create_text_channel("hall")
     await upload(admin_of(simcord_env, guild_a), hall, PRIZE, play_only=False)
-    await miss_in_place(ann, channel_b)
+    await miss_in_place(ann, channel_b, store)
 
     insights = (await ann.slash(channel_b, "insights")).response.embeds[0]
     made = {f.name: f.value for f in insights.fields}["Mistakes made most"]
@@ -63,11 +64,11 @@ async def test_another_servers_deck_cannot_retitle_this_servers_mistake(world, s
 
 
 @pytest.mark.parametrize("title", [HOSTILE])
-async def test_a_mistake_title_shows_as_written(world, simcord_env, title):
+async def test_a_mistake_title_shows_as_written(world, simcord_env, title, store):
     guild, channel, ann, _ = world
     text = DECK.replace("title: Thinking to() works in place", f'title: "{title}"')
     await upload(admin_of(simcord_env, guild), channel, text, play_only=True)
-    await miss_in_place(ann, channel)
+    await miss_in_place(ann, channel, store)
     escaped = (r"\*\*Bold\*\* move \@everyone \[Claim your prize\](https://evil.example/"
                "prize)")
     insights = (await ann.slash(channel, "insights")).response.embeds[0]

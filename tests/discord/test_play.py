@@ -15,6 +15,7 @@ from scheduler.storage.served import served_t
 from scheduler.storage.store import Store
 from tests.helpers.decks import deck_yaml
 from tests.helpers.discord import (
+    card_id_of,
     choose,
     custom_ids,
     learner_of,
@@ -38,10 +39,11 @@ async def test_learn_serves_a_private_fill_in_card(world, store):
     result = await ann.slash(channel, "learn")
     assert result.ephemeral
     (embed,) = result.response.embeds
-    assert embed.title == "New card · easy · optimizer-basics"
+    assert embed.title == "New card · easy · optimizer basics"  # a topic in words
     assert ("```py\nif (i + 1) % accumulation_steps == 0:\n    optimizer.step()\n"
             "    optimizer.[1]()\n```") in embed.description
-    assert embed.footer.text == f"3 attempts left · {ZERO_GRAD}"
+    assert embed.footer.text == "3 attempts left"  # no id: learners never see ours
+    assert card_id_of(store, result.response) == ZERO_GRAD
     select = result.response.components[0]["components"][0]
     assert select["placeholder"] == "Blank [1]"
     assert sorted(o["label"] for o in select["options"]) == [
@@ -136,12 +138,12 @@ async def test_hint_shows_once_and_caps_the_grade(world, store):
     assert log.hint_used and log.quality == 2
 
 
-async def test_next_serves_the_following_card_in_place(world):
+async def test_next_serves_the_following_card_in_place(world, store):
     _, channel, ann, _ = world
     card = (await ann.slash(channel, "learn")).response
     done = await pick_and_submit(ann, card, {"method": "zero_grad"})
     following = await ann.click(done.response, label="Next card")
-    assert following.response.embeds[0].footer.text.endswith("gradient-accumulation/backward")
+    assert card_id_of(store, following.response) == "gradient-accumulation/backward"
 
 
 async def test_a_double_click_records_one_answer(world, store):
@@ -261,7 +263,7 @@ async def test_a_card_another_process_changed_is_stale_here_before_this_one_look
     guild, channel, ann, _ = world
     engine_of(bot_tutor).decks.upload(guild.id, "deck.yaml", deck_yaml(), "ann")
     card = (await ann.slash(channel, "practice", topic="devices")).response
-    while card.embeds[0].footer.text.rsplit(" ", 1)[-1] != "upload-basics/move":
+    while card_id_of(store, card) != "upload-basics/move":
         await pick_and_submit(ann, card, {"attr": "shape"})
         card = (await ann.slash(channel, "practice", topic="devices")).response
     other = Tutor(Store(make_engine(db_url)), deck_library, clock=clock)

@@ -4,16 +4,17 @@ is shown once per served card; after that its title and what the choice does."""
 from __future__ import annotations
 
 from content.safe_text import markdown
-from tests.helpers.discord import pick_and_submit
+from tests.helpers.discord import card_id_of, pick_and_submit
 
 SCALE_LOSS = "gradient-accumulation/scale-loss"
 MISTAKE = "confuses_value_with_method"  # backward in [1] and accumulation_steps in [2]
 
 
-async def test_a_mistake_in_two_blanks_and_two_attempts_is_explained_once(world, library):
+async def test_a_mistake_in_two_blanks_and_two_attempts_is_explained_once(world, library,
+                                                                          store):
     _, channel, ann, _ = world
     card = (await ann.slash(channel, "practice", topic="loss-scaling")).response
-    assert card.embeds[0].footer.text.endswith(SCALE_LOSS)
+    assert card_id_of(store, card) == SCALE_LOSS
     mistake = library.mistake(SCALE_LOSS, MISTAKE)
     full = f"> **{markdown(mistake.title)}.** {markdown(mistake.explanation)}"
     short = f"> **{markdown(mistake.title)}** (explained earlier on this card)."

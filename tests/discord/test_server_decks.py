@@ -9,6 +9,7 @@ import pytest
 from bot.discord_ui.client import TutorBot
 from bot.engine.tutor import Tutor
 from content.loader import DECKS_DIR, DeckLibrary
+from tests.helpers.discord import card_id_of
 from tests.helpers.engines import engine_of
 from tests.helpers.paths import FIXTURES
 
@@ -24,14 +25,14 @@ async def test_admins_choose_the_decks_a_server_plays(world, simcord_env, store)
     admins = guild.create_role("Admins", permissions=discord.Permissions(manage_guild=True))
     admin = guild.add_member(simcord_env.create_user("root"), roles=[admins])
     first = await ann.slash(channel, "learn")
-    assert first.response.embeds[0].footer.text.endswith("gradient-accumulation/zero-grad")
+    assert card_id_of(store, first.response) == "gradient-accumulation/zero-grad"
     choices = await admin.autocomplete(channel, "deck disable", "deck", "mi")
     assert [c["value"] for c in choices] == ["mini"]
     off = await admin.slash(channel, "deck disable", deck="gradient-accumulation")
     assert off.response.content == "Decks played here: **Mini deck** (`mini`)."
     assert store.decks.played(guild.id) == ["mini"]
     mini = await ann.slash(channel, "practice")
-    assert mini.response.embeds[0].footer.text.endswith("mini/clear")
+    assert card_id_of(store, mini.response) == "mini/clear"
     last = await admin.slash(channel, "deck disable", deck="mini")
     assert "At least one deck" in last.response.content
     assert store.decks.played(guild.id) == ["mini"]

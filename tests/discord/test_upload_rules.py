@@ -17,6 +17,7 @@ from bot.engine.tutor import Tutor
 from content.schema import FillInCard
 from tests.helpers.decks import renamed
 from tests.helpers.discord import (
+    card_id_of,
     choose,
     custom_ids,
     final,
@@ -145,7 +146,7 @@ async def test_a_card_in_play_copes_with_a_choice_a_stored_version_dropped(
     await admin.slash(channel, "deck upload", file=("v1.yaml", DECK.encode()))
     await admin.slash(channel, "deck disable", deck="gradient-accumulation")
     card = (await ann.slash(channel, "learn")).response
-    assert card.embeds[0].footer.text.endswith("tensor-basics/move")
+    assert card_id_of(decks.tutor.store, card) == "tensor-basics/move"
     first = await choose(ann, card, "same")
     assert first.response.embeds[-1].title.startswith("Not quite.")
     monkeypatch.setattr("bot.engine.community_decks.accepts_changed", lambda old, new: None,
@@ -160,13 +161,14 @@ async def test_a_card_in_play_copes_with_a_choice_a_stored_version_dropped(
     assert third.response.embeds[-1].title.startswith("Correct")
 
 
-async def test_a_fill_in_card_copes_with_a_chip_a_stored_version_dropped(world, admin, monkeypatch):
+async def test_a_fill_in_card_copes_with_a_chip_a_stored_version_dropped(world, admin, monkeypatch,
+                                                                       store):
     _, channel, ann, _ = world
     await admin.slash(channel, "deck upload", file=("v1.yaml", DECK.encode()))
     await admin.slash(channel, "deck disable", deck="gradient-accumulation")
     await choose(ann, (await ann.slash(channel, "learn")).response, "copy")
     card = (await ann.slash(channel, "learn")).response
-    assert card.embeds[0].footer.text.endswith("tensor-basics/shape")
+    assert card_id_of(store, card) == "tensor-basics/shape"
     wrong = await pick_and_submit(ann, card, {"attr": "dtype"})
     assert wrong.response.embeds[-1].title.startswith("Not quite.")
     monkeypatch.setattr("bot.engine.community_decks.accepts_changed", lambda old, new: None,
@@ -187,7 +189,7 @@ async def test_a_fill_in_card_copes_with_a_chip_a_stored_version_dropped(world, 
 # -- 9: the bundled deck's export is a deck an upload accepts ---------------------------------
 
 async def test_the_bundled_deck_exported_and_uploaded_back_plays_the_same_cards(
-        world, admin, simcord_env, library):
+        world, admin, simcord_env, library, store):
     _, channel, _, bob = world
     exported = final(await admin.slash(channel, "deck export", deck="gradient-accumulation",
                                        format="yaml"))
@@ -210,9 +212,9 @@ async def test_the_bundled_deck_exported_and_uploaded_back_plays_the_same_cards(
     for _ in range(6):  # the same new cards, in the same order, judged alike
         original = (await bob.slash(channel, "learn")).response
         copied = (await cat.slash(hall, "learn")).response
-        card_id = original.embeds[0].footer.text.rsplit(" ", 1)[-1]
-        assert copied.embeds[0].footer.text.endswith(card_id.replace(
-            "gradient-accumulation/", "ga-copy/"))
+        card_id = card_id_of(store, original)
+        assert card_id_of(store, copied) == card_id.replace("gradient-accumulation/",
+                                                            "ga-copy/")
         card = bundled.card(card_id)
         kinds.add(card.type)
         assert shown_card(copied) == shown_card(original)

@@ -16,6 +16,12 @@ def served_id(message) -> str:
     return next(cid.split(":")[2] for cid in custom_ids(message) if cid.startswith("srs:"))
 
 
+def card_id_of(store, message) -> str:
+    """The id of the card a message shows (learners see no ids: the store knows it by the
+    served card's id in the buttons)."""
+    return store.served.load(served_id(message)).served["card_id"]
+
+
 def letter_for(message, option_id: str) -> str:
     """The letter on the button that answers `option_id`: options are shuffled per serve,
     so a test finds the letter of the option it means in the card it was shown."""
