@@ -36,6 +36,7 @@ __all__ = ["leaderboard_png", "retention_png", "review_heatmap_png", "stats_png"
 
 DPI = 128  # px / 128 is exact in binary floating point, so sizes come out exact
 WIDTH, HEATMAP_H, RETENTION_H, STATS_H = 960, 320, 360, 800
+HEATMAP_ONLY_H = 430  # /stats before any due review: the heatmap alone
 ROW_H, BOARD_TOP, MAX_ROWS = 40, 100, 20
 FONT, FONT_FILES = "DejaVu Sans", ("DejaVuSans.ttf", "DejaVuSans-Bold.ttf")
 INK, MUTED, GRID, STRIPE = "#1f2328", "#59636e", "#d1d9e0", "#f6f8fa"
@@ -212,18 +213,22 @@ def stats_png(name: str, counts: dict[date, int], end: date,
               retention: list[tuple[date, float, int]], streak: int, longest: int) -> bytes:
     """One 960 x 800 px image for /stats: title "<name>'s progress", a streak subtitle,
     the 26-week heatmap on top and the retention chart below."""
-    fig = _figure(STATS_H)
+    # No due review yet (only new cards): no retention panel at all, rather than an empty
+    # one under a heatmap that shows reviews.
+    height = STATS_H if retention else HEATMAP_ONLY_H
+    fig = _figure(height)
     canvas = fig.add_axes((0, 0, 1, 1))
     canvas.set_axis_off()
-    title = _text(canvas, 0.03, 1 - 34 / STATS_H, f"{_clean(name, 48)}'s progress",
+    title = _text(canvas, 0.03, 1 - 34 / height, f"{_clean(name, 48)}'s progress",
                   ha="left", va="center", fontsize=17, fontweight="bold",
                   transform=canvas.transAxes)
     _fit(title, WIDTH - 60)
     now = f"{streak}-day streak" if streak > 0 else "No streak yet"
-    _text(canvas, 0.03, 1 - 70 / STATS_H, f"{now} · longest {longest}",
+    _text(canvas, 0.03, 1 - 70 / height, f"{now} · longest {longest}",
           ha="left", va="center", fontsize=10, color=MUTED, transform=canvas.transAxes)
-    _heatmap(fig, (0.02, 1 - 410 / STATS_H, 0.96, 310 / STATS_H), counts, end, 26)
-    _retention(fig, (0.09, 50 / STATS_H, 0.82, 300 / STATS_H), retention)
+    _heatmap(fig, (0.02, 1 - 410 / height, 0.96, 310 / height), counts, end, 26)
+    if retention:
+        _retention(fig, (0.09, 50 / height, 0.82, 300 / height), retention)
     return _png(fig)
 
 

@@ -18,6 +18,7 @@ from bot.discord_ui import cards, decks, me, server
 from bot.discord_ui.community import (
     BoardButton,
     Community,
+    MistakeButton,
     ReviewCardButton,
     build_community_commands,
 )
@@ -77,7 +78,8 @@ class TutorClient:
             self.tree.add_command(command)
         self.tree.on_error = self._on_command_error
         # The cards' own components are routed in on_interaction (components.route).
-        self._dynamic_items = (me.ForgetButton, ReminderButton, BoardButton, ReviewCardButton)
+        self._dynamic_items = (me.ForgetButton, ReminderButton, BoardButton, ReviewCardButton,
+                               MistakeButton)
 
     async def setup_hook(self) -> None:
         bound_acknowledgements()  # runs in the task that goes on to connect and dispatch

@@ -20,16 +20,18 @@ from bot.discord_ui.replies import reply
 from bot.engine import (
     DISCORD,
     Board,
+    LearnerMistake,
     Standing,
     TutorError,
     card_label,
     counted,
     current_streak,
 )
-from content.safe_text import literal
+from content.safe_text import clip, literal, plain
 
 PER_PAGE = 10
 INSIGHT_DAYS = 30
+STATS_BUTTONS = 3  # /stats offers practice on your first open mistakes
 ABOUT_THE_BOARD = "the board ranks that server's learners"
 
 
@@ -54,7 +56,7 @@ class BoardButton(discord.ui.DynamicItem[discord.ui.Button],
             interaction, self.period, self.page))
 
 
-class ReviewCardButton(discord.ui.DynamicItem[discord.ui.Button],
+class ReviewCardButton(discord.ui.DynamicItem[discord.ui.Button],  # on older /stats
                        template=r"srs:card:(?P<card>[a-z][a-z0-9-]*/[a-z][a-z0-9-]*)"):
     """From /stats: practise one of the cards you miss most."""
 
@@ -73,6 +75,27 @@ class ReviewCardButton(discord.ui.DynamicItem[discord.ui.Button],
     async def callback(self, interaction: discord.Interaction) -> None:
         await handled(interaction, interaction.client.community.on_review_card(
             interaction, self.card_id))
+
+
+class MistakeButton(discord.ui.DynamicItem[discord.ui.Button],
+                    template=r"srs:mis:(?P<deck>[a-z][a-z0-9_-]{0,39}):"
+                             r"(?P<mistake>[a-z][a-z0-9_-]{0,39})"):
+    """From /stats: practise a card on one of your open mistakes, named by the mistake."""
+
+    def __init__(self, deck_id: str, mistake_id: str, title: str = ""):
+        label = f"Practise: {' '.join(plain(title).split())}" if title else "Practise"
+        super().__init__(discord.ui.Button(
+            label=clip(label, DISCORD.button_label),
+            custom_id=f"srs:mis:{deck_id}:{mistake_id}"[:DISCORD.custom_id]))
+        self.deck_id, self.mistake_id = deck_id, mistake_id
+
+    @classmethod
+    async def from_custom_id(cls, interaction, item, match):
+        return cls(match["deck"], match["mistake"])
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        await handled(interaction, interaction.client.community.on_practise_mistake(
+            interaction, self.deck_id, self.mistake_id))
 
 
 def board_title(guild_name: str, period: str, season: int) -> str:
@@ -167,24 +190,34 @@ class Community:
             f"**{literal(title)}** × {n}" for title, n in found.mistakes) or "None yet.")
         await interaction.response.send_message(embed=embed, ephemeral=True)
 
-    async def stats_extras(self, learner, today, guild_id: int | None = None,
-                           ) -> tuple[list[discord.File], list[str], discord.ui.View | None]:
-        """The /stats picture (rendered off the event loop) and your most-missed cards in
-        the decks you play here."""
+    async def stats_extras(self, learner, today, open_mistakes: list[LearnerMistake],
+                           guild_id: int | None = None,
+                           ) -> tuple[list[discord.File], discord.ui.View | None]:
+        """The /stats picture (rendered off the event loop), and a button for each of your
+        first open mistakes in the decks you play here, named by the mistake."""
         activity = await self.handlers.db(self.boards.activity, learner, days=182, top=3,
                                           guild_id=guild_id)
         png = await asyncio.to_thread(
             charts.stats_png, learner.display_name or "Your", activity.daily, today,
             activity.retention, current_streak(learner, today), learner.longest_streak)
-        found = activity.insights
-        lines = [f"**{literal(title)}** × {n}" for title, n in found.mistakes]
         view = None
-        if found.missed_cards:
+        if open_mistakes:
             view = discord.ui.View(timeout=None)
-            for card_id, _, _ in found.missed_cards:
-                if self.tutor.library.has_card(card_id):
-                    view.add_item(ReviewCardButton(card_id, self._label(card_id)))
-        return [discord.File(io.BytesIO(png), "stats.png")], lines, view
+            for m in open_mistakes[:STATS_BUTTONS]:
+                view.add_item(MistakeButton(m.deck_id, m.mistake_id, m.title))
+        return [discord.File(io.BytesIO(png), "stats.png")], view
+
+    async def on_practise_mistake(self, interaction, deck_id: str, mistake_id: str) -> None:
+        learner = await self.handlers.learner(interaction.user)
+        missed = await self.handlers.db(self.boards.activity, learner, days=182, top=3,
+                                        guild_id=interaction.guild_id)
+        card_id = await self.handlers.db(
+            self.handlers.learners.card_for_mistake, deck_id, mistake_id,
+            [card for card, _, _ in missed.insights.missed_cards])
+        if card_id is None:
+            await reply(interaction, "No card tests that mistake any more.")
+            return
+        await self.handlers.serve(interaction, "practice", card_id=card_id)
 
     def _label(self, card_id: str) -> str:
         """A card as learners know it: its prompt's first line (a card since removed from

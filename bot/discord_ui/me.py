@@ -68,15 +68,12 @@ def commands(handlers: CardHandlers, community: Community) -> list[app_commands.
         embed.add_field(name="Scheduler", value=render.scheduler_line(learner, progress.choice))
         played = await handlers.db(handlers.engine.plays.decks, learner.id, interaction.guild_id)
         mistakes = await handlers.db(handlers.learners.mistakes, learner, played)
-        if mistakes:
-            embed.add_field(name="Misconceptions", inline=False,
+        if mistakes:  # one list: open ones first, then the ones corrected
+            embed.add_field(name="Your mistakes", inline=False,
                             value=render.field_text(render.misconception_lines(mistakes)))
         await interaction.response.defer(ephemeral=True, thinking=True)  # a picture to draw
-        files, missed, view = await community.stats_extras(learner, progress.today,
-                                                           interaction.guild_id)
-        if missed:
-            embed.add_field(name="Your most frequent mistakes", value="\n".join(missed),
-                            inline=False)
+        files, view = await community.stats_extras(
+            learner, progress.today, [m for m in mistakes if m.is_open], interaction.guild_id)
         embed.set_image(url="attachment://stats.png")
         await interaction.followup.send(embed=embed, files=files, ephemeral=True,
                                         **({"view": view} if view else {}))

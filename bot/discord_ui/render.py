@@ -26,6 +26,7 @@ from bot.engine import (
     Verdict,
     answer_text,
     card_text,
+    counted,
     feedback_of,
     lettered,
     retry_text,
@@ -163,15 +164,17 @@ def next_view(mode: str, topic: str | None) -> discord.ui.View:
 def progress_embed(name: str, p: Progress, reviewed: int,
                    accuracy: float | None) -> discord.Embed:
     embed = discord.Embed(title=f"{literal(name)}'s progress", colour=BLUE)
-    embed.add_field(name="Due now", value=str(p.due_now))
+    due = p.due_now + p.drills_left  # what /review serves now, re-drills included
+    embed.add_field(name="Due now", value=str(due) + (
+        f" ({counted(p.drills_left, 're-drill')})" if p.drills_left else ""))
     embed.add_field(name="New left today", value=str(p.new_left_today))
     embed.add_field(name="Cards seen", value=f"{p.seen} / {p.cards}")
     embed.add_field(name="Reviews", value=str(reviewed))
     embed.add_field(name="First-try accuracy",
                     value="–" if accuracy is None else f"{accuracy:.0%}")
     embed.add_field(name="Next review",
-                    value=when(p.next_due, p.today) if p.next_due else
-                    ("now" if p.due_now else "–"))
+                    value="now" if due else when(p.next_due, p.today) if p.next_due
+                    else "–")
     return embed
 
 

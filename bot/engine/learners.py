@@ -7,8 +7,9 @@ from collections.abc import Collection
 from datetime import datetime, timedelta
 
 from bot.engine.errors import TutorError
-from bot.engine.misconceptions import LearnerMistake, learner_mistakes
+from bot.engine.misconceptions import LearnerMistake, deck_tests, learner_mistakes
 from bot.engine.tutor import Tutor
+from content.schema import CodeCard
 from scheduler.choice import SchedulerName
 from scheduler.reminders import reschedule
 from scheduler.storage.models import Learner
@@ -90,6 +91,23 @@ class Learners:
     def forget(self, learner: Learner) -> None:
         """Delete the learner and everything of theirs."""
         self.store.learners.delete(learner.id)
+
+    def card_for_mistake(self, deck_id: str, mistake_id: str,
+                         missed: Collection[str] = ()) -> str | None:
+        """A card to practise ``mistake_id`` of deck ``deck_id`` on: one of ``missed`` (the
+        learner's most-missed cards, in order) that tests it, else the deck's first that
+        does, an option or chip card before a code card (no sandbox needed); None when no
+        card tests it any more."""
+        if deck_id not in self.tutor.library.decks:
+            return None
+        testing = [card for card, tested in deck_tests(self.tutor.library, deck_id).items()
+                   if mistake_id in tested]
+        if not testing:
+            return None
+        mine = next((card for card in missed if card in testing), None)
+        code = {card.id for card in self.tutor.library.cards(deck_id)
+                if isinstance(card, CodeCard)}
+        return mine or min(testing, key=lambda card: card in code)
 
     def mistakes(self, learner: Learner,
                  decks: Collection[str] | None = None) -> list[LearnerMistake]:

@@ -89,8 +89,9 @@ def test_retention_chart_and_placeholder():
 def test_stats_image():
     img = decode(charts.stats_png("Ada", history(), END, retention(), 5, 12))
     assert img.shape == (800, WIDTH, 4) and colours(img) > 30
-    empty = decode(charts.stats_png("Ada", {}, END, [], 0, 0))
-    assert empty.shape == (800, WIDTH, 4)
+    # No due review yet: the heatmap alone, no empty retention chart.
+    new_only = decode(charts.stats_png("Ada", history(), END, [], 0, 0))
+    assert new_only.shape == (charts.HEATMAP_ONLY_H, WIDTH, 4) and colours(new_only) > 10
     other = decode(charts.stats_png("Ada", history(), END, retention(), 6, 12))
     assert not np.array_equal(img, other)  # the streak is drawn
 
@@ -113,7 +114,8 @@ def test_leaderboard_sizes_and_highlight():
 ])
 def test_any_name_renders(name):
     assert decode(charts.leaderboard_png(name, [(1, name, 10, 1, 0.5)], 1)).shape[1] == WIDTH
-    assert decode(charts.stats_png(name, {}, END, [], 1, 1)).shape == (800, WIDTH, 4)
+    assert decode(charts.stats_png(name, {}, END, [], 1, 1)).shape == (
+        charts.HEATMAP_ONLY_H, WIDTH, 4)
 
 
 def test_long_names_are_truncated():

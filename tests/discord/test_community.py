@@ -134,18 +134,23 @@ async def stats_after_missing_zero_grad(ann, channel):
     return final(await ann.slash(channel, "stats"))
 
 
-async def test_stats_attach_a_heatmap_and_offer_the_most_missed_cards(world, store):
+async def test_stats_attach_a_heatmap_and_offer_practice_on_each_open_mistake(world, store):
     _, channel, ann, _ = world
     message = await stats_after_missing_zero_grad(ann, channel)
     assert message.ephemeral
     embed = message.embeds[0]
     fields = {f.name: f.value for f in embed.fields}
-    assert "Stepping where gradients should be cleared" in fields["Your most frequent mistakes"]
+    # One list of mistakes, not two; the first try's card counts as due now until drilled.
+    assert [name for name in fields if "mistake" in name.lower()] == ["Your mistakes"]
+    assert fields["Your mistakes"].startswith(
+        "🔴 **Stepping where gradients should be cleared**: chosen 1×")
+    assert fields["Due now"] == "1 (1 re-drill)" and fields["Next review"] == "now"
     (attachment,) = message.attachments
     pixels = image.imread(io.BytesIO(await attachment.read()), format="png")
-    assert pixels.shape[1] >= 800 and pixels.std() > 0.01
+    # Only new cards so far: the heatmap alone, no empty retention chart under it.
+    assert pixels.shape[1] >= 800 and pixels.shape[0] < 500 and pixels.std() > 0.01
     (button,) = [c["label"] for row in message.components for c in row["components"]]
-    assert button == "Review: Complete the line that ends each window, so the next…"
+    assert button == "Practise: Stepping where gradients should be cleared"
     again = await ann.click(message, label=button)
     assert card_id_of(store, again.response) == "gradient-accumulation/zero-grad"
 

@@ -174,8 +174,8 @@ async def test_stats_misconceptions_are_those_of_the_decks_played_here(world, ow
     await choose(ann, card, "none")  # shows 'Thinking to() works in place'
     await choose(ann, card, "copy")
     assert "Thinking to() works in place" in (await stats_fields(ann, channel))[
-        "Misconceptions"]
+        "Your mistakes"]
     elsewhere = simcord_env.create_guild(name="Bundled Only")
     hall = elsewhere.create_text_channel("hall")
     fields = await stats_fields(elsewhere.add_member(ann.user), hall)  # the bundled deck only
-    assert "Misconceptions" not in fields
+    assert "Your mistakes" not in fields

@@ -120,7 +120,7 @@ async def test_a_wrong_answer_brings_a_remedy_and_stats_show_the_misconception(
     await pick_and_submit(ann, wrong.response, {"method": "backward"})
     stats = await ann.slash(channel, "stats")
     fields = {f.name: f.value for f in stats.response.embeds[0].fields}
-    assert fields["Misconceptions"].startswith("🔴 **step() where backward() belongs**: "
+    assert fields["Your mistakes"].startswith("🔴 **step() where backward() belongs**: "
                                                "chosen 1×, last <t:")
 
     clock.advance(days=1)  # backward's own review first, then the remedy
@@ -133,7 +133,7 @@ async def test_a_wrong_answer_brings_a_remedy_and_stats_show_the_misconception(
     await pick_and_submit(ann, remedy.response, RIGHT[SCALE])
     stats = await ann.slash(channel, "stats")
     fields = {f.name: f.value for f in stats.response.embeds[0].fields}
-    assert fields["Misconceptions"].startswith("✅ step() where backward() belongs: "
+    assert fields["Your mistakes"].startswith("✅ step() where backward() belongs: "
                                                "corrected <t:")
     assert store.reviews.state(learner.id, SCALE).remedy_day is None
     assert learner_of(store, ann).scheduler is None  # the server chose; she did not
