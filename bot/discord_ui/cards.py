@@ -6,7 +6,7 @@ from __future__ import annotations
 import discord
 from discord import app_commands
 
-from bot.discord_ui.handlers import CardHandlers
+from bot.discord_ui.handlers import HELP, CardHandlers
 from bot.discord_ui.options import learner_command
 from bot.discord_ui.replies import reply
 from bot.engine import DISCORD, topic_name
@@ -60,4 +60,8 @@ def commands(handlers: CardHandlers) -> list[app_commands.Command]:
         return [app_commands.Choice(name=topic_name(t), value=t) for t in topics
                 if typed in t or typed in topic_name(t)][:DISCORD.select_options]
 
-    return [review, learn, practice]
+    @learner_command(name="help", description="What each command does.")
+    async def help_(interaction: discord.Interaction) -> None:
+        await reply(interaction, HELP)
+
+    return [review, learn, practice, help_]

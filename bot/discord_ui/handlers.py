@@ -45,6 +45,18 @@ def owner(user: discord.abc.User) -> str:
     return f"discord:{user.id}"
 
 
+# What a new learner reads above their first card, and /help: a few lines, no more.
+WELCOME = ("👋 **Welcome!** This bot teaches with cards and spaced review:\n"
+           "• **/learn**: new cards, a few a day\n"
+           "• **/review**: the cards due today, spaced so they stick\n"
+           "• **/practice**: any topic, any time\n"
+           "Answer with the buttons; a wrong pick explains itself. **/stats** shows your "
+           "progress, **/settings** your daily reminder.")
+HELP = WELCOME.replace("👋 **Welcome!** ", "") + (
+    "\n**/leaderboard** and **/insights**: how this server is doing. "
+    "**/forget-me**: delete everything about you.")
+
+
 class CardHandlers:
     """Every feature's way into the engine (`db`, `learner`), and the card handlers that the
     components call as `interaction.client.handlers.on_...(...)`."""
@@ -85,10 +97,13 @@ class CardHandlers:
             return
         embed = render.card_embed(playing.card, playing.served)
         view = render.card_view(playing.card, playing.served)
+        # A learner who has never answered a card is told, once above it, how this works.
+        welcome = WELCOME if learner.day_reviews_day is None and not edit else None
         if edit:
             await interaction.response.edit_message(content=None, embeds=[embed], view=view)
         else:
-            await interaction.response.send_message(embed=embed, view=view, ephemeral=ephemeral)
+            await interaction.response.send_message(welcome, embed=embed, view=view,
+                                                    ephemeral=ephemeral)
 
     async def _nothing(self, interaction, learner: Learner, mode: str, edit: bool) -> None:
         progress = await self.db(self.engine.plays.progress, learner, interaction.guild_id)

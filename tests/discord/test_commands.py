@@ -15,7 +15,7 @@ def final_text(result) -> str:
     return result.followups[-1].content if result.followups else result.response.content
 
 
-LEARNER_COMMANDS = {"review", "learn", "practice", "stats", "settings", "forget-me",
+LEARNER_COMMANDS = {"review", "learn", "practice", "help", "stats", "settings", "forget-me",
                     "leaderboard", "insights"}
 
 
@@ -169,3 +169,18 @@ async def test_a_rate_limit_that_persists_gets_an_apology(world, simcord_env, ca
     assert "rate limited (429)" in caplog.text
     assert any(getattr(e, "status", None) == 429 for e in
                (getattr(x, "original", x) for x in simcord_env.errors))
+
+
+async def test_a_new_learner_is_welcomed_once_and_help_says_the_same(world):
+    _, channel, ann, bob = world
+    first = (await ann.slash(channel, "learn")).response
+    assert first.content.startswith("👋 **Welcome!**")
+    for command in ("/learn", "/review", "/practice", "/stats", "/settings"):
+        assert f"**{command}**" in first.content
+    assert len(first.content.splitlines()) <= 6  # a few lines, above the card
+    await pick_and_submit(ann, first, {"method": "zero_grad"})
+    again = (await ann.slash(channel, "learn")).response
+    assert not again.content  # answered a card: no welcome any more
+    helped = (await bob.slash(channel, "help")).response
+    assert helped.ephemeral and "**/learn**: new cards" in helped.content
+    assert "**/forget-me**" in helped.content and "Welcome" not in helped.content

@@ -72,7 +72,7 @@ async def test_tutor_run_serves_review_and_explains_a_wrong_click(tmp_path):
         assert identify["token"] == "offline-token"
         assert identify["intents"] & (1 << 1 | 1 << 8 | 1 << 15) == 0  # no privileged intent
         commands = {c["name"] for c in await server.wait_commands(timeout=STARTUP_S)}
-        assert {"review", "learn", "practice", "stats", "settings", "forget-me",
+        assert {"review", "learn", "practice", "help", "stats", "settings", "forget-me",
                 "leaderboard", "insights", "server-settings", "deck"} == commands
 
         review = await server.slash(alice, "review", guild_id=guild["id"])
@@ -105,7 +105,7 @@ async def test_tutor_run_serves_review_and_explains_a_wrong_click(tmp_path):
         await server.stop()
     log = bot.log.read_text()
     assert rc == 0, log
-    assert "synced 10 global commands: review, learn, practice" in log, log
+    assert "synced 11 global commands: review, learn, practice, help" in log, log
     assert "SIGINT: closing the gateway and stopping" in log, log
     assert "Traceback" not in log
 
