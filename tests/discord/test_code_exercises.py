@@ -50,7 +50,8 @@ async def test_an_unlabelled_answer_is_shown_its_smallest_differing_case(world, 
     _, verdict = await write(ann, channel, "losses",
                              UNLABELLED["pytorch-exercises/padded-token-loss"])
     text = verdict.embeds[0].description
-    assert "the smallest case that differs from the reference: `token_loss(tensor(" in text
+    assert "the smallest case that differs from the reference (all 3 cases differ): " \
+           "`token_loss(tensor(" in text
     assert "expected: `tensor(" in text and "got: `tensor(" in text
 
 
