@@ -52,7 +52,6 @@ from bot.engine.feedback import (
     feedback_of,
     lettered,
     numbered_code,
-    retry_text,
     shown,
     when,
 )
@@ -80,5 +79,5 @@ __all__ = [
     "Progress", "Reminder", "ReminderSweep", "RepeatedAnswer", "Response", "Served", "StaleCard",
     "Standing", "TryAgain", "TutorError", "Uploaded", "Verdict", "answer_text", "card_text",
     "check_limits", "current_streak", "exercises_of", "feedback_of", "fit_lines", "lettered",
-    "numbered_code", "preview", "reminder_hour", "report_from", "retry_text", "shown", "when",
+    "numbered_code", "preview", "reminder_hour", "report_from", "shown", "when",
 ]

@@ -265,3 +265,20 @@ def _failed(feedback: list[str]) -> dict:
 def _call(entry: str, args) -> str:
     return call(entry, args, 300)
 
+
+def progressed(observations) -> bool:
+    """Whether the learner's function returned on any case (a value, or one that cannot be
+    compared) before the run stopped. One that stopped before any did (a SyntaxError, a
+    NameError on every call, any exception on every case) is not judged by the engine unless
+    a labelled version explains it, as a train loop that stopped before training. A record
+    of another shape counts as progressed (a forged one gains no free run)."""
+    learner = observations.get("learner") if isinstance(observations, dict) else None
+    programs = learner.get("programs") if isinstance(learner, dict) else None
+    if not isinstance(programs, list) or len(programs) != 1 or not isinstance(programs[0],
+                                                                               dict):
+        return True
+    if "error" in programs[0]:
+        return False
+    outcomes = programs[0].get("outcomes")
+    return not isinstance(outcomes, list) or any(
+        not isinstance(o, dict) or "raised" not in o for o in outcomes)
