@@ -14,7 +14,7 @@ from content.safe_text import code_span
 CALL_MAX = 600  # the case's arguments together
 VALUE_MAX = 300  # the expected value; the value returned
 PLACES_SHOWN = 4  # differing places listed (the rest are counted)
-PLACE_MAX = 110
+PLACE_MAX = 100
 FEEDBACK_MAX = 1_900  # every line of `differing_case` together, with its words
 
 

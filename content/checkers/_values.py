@@ -23,6 +23,7 @@ from content.checkers._events import Malformed
 from content.checkers._shown import SPECIAL, number, scalar, shape_text, show
 
 TAGS = ("float", "str", "list", "tuple", "dict", "tensor")
+SHOWN = 30  # characters of each of two differing strings (from where they differ)
 
 
 @dataclass(frozen=True)
@@ -158,9 +159,12 @@ def differences(want, got, compare: Compare, where: str = "",
     elif wkind == "number":
         if numbers_differ(want, got, compare):
             yield where, *_numbers(want, got, compare, digits)
-    elif wkind in ("None", "bool", "str"):
+    elif wkind == "str":
         if want != got:
-            yield where, show(want, digits=digits), show(got, digits=digits)
+            yield where, *_strings(want["str"], got["str"])
+    elif wkind in ("None", "bool"):
+        if want != got:
+            yield where, repr(want), repr(got)
     elif wkind == "tensor":
         yield from _tensor_differences(want["tensor"], got["tensor"], compare, where, digits)
     elif wkind == "dict":
@@ -188,6 +192,15 @@ def _numbers(want, got, compare: Compare, digits: int) -> tuple[str, str]:
     if compare.kind == "exact" and isinstance(want, int) != isinstance(got, int):
         wtext, gtext = f"{wtext} ({_type(want)})", f"{gtext} ({_type(got)})"
     return wtext, gtext
+
+
+def _strings(want: str, got: str) -> tuple[str, str]:
+    """Two differing strings from a little before the first character that differs."""
+    at = next((i for i, (a, b) in enumerate(zip(want, got, strict=False)) if a != b),
+              min(len(want), len(got)))
+    start = max(0, at - SHOWN // 4)
+    return tuple(("…" if start else "") + repr(text[start:start + SHOWN]) + (
+        "…" if len(text) > start + SHOWN else "") for text in (want, got))
 
 
 def _type(n) -> str:

@@ -21,13 +21,13 @@ def flat(rows):
     return [v for row in rows for v in row]
 
 
-def judged(cases: list[tuple], want: list, got: list, compare=None) -> dict:
+def judged(cases: list[tuple], want: list, got: list, compare=None, entry: str = "f") -> dict:
     """The judge's result on a learner whose outputs are `got` where the reference's are
     `want`, on `cases` (each a tuple of encoded arguments)."""
     def program(values):
         return {"outcomes": [{"value": v} for v in values]}
     return behaviour.judge({
-        "entry": "f", "compare": compare or {"kind": "allclose"}, "versions": [],
+        "entry": entry, "compare": compare or {"kind": "allclose"}, "versions": [],
         "author": {"inputs": {"list": [{"tuple": list(args)} for args in cases]},
                    "digest": "d", "programs": [program(want)]},
         "learner": {"digest": "d", "programs": [program(got)]}})
@@ -97,6 +97,15 @@ def test_a_long_list_keeps_its_length_and_says_where_it_differs():
     assert shorter["feedback"][-1] == "it differs: `expected a list of 300 items, got 299`"
 
 
+def test_two_strings_are_shown_from_where_they_differ():
+    want, got = {"str": "x" * 100 + "mean" + "y" * 50}, {"str": "x" * 100 + "sum" + "y" * 50}
+    result = judged([(1,)], [want], [got])
+    assert result["feedback"][-1] == ("it differs: `expected …'xxxxxxxmeanyyyyyyyyyyyyyyyyyyy'…, "
+                                      "got …'xxxxxxxsumyyyyyyyyyyyyyyyyyyyy'…`")
+    assert judged([(1,)], [{"str": "abc"}], [{"str": "ab"}])["feedback"][-1] == (
+        "it differs: `expected 'abc', got 'ab'`")
+
+
 def test_later_arguments_are_not_lost_behind_a_large_first_one():
     big = tensor([0.125] * 90 * 100, [90, 100])
     result = judged([(big, {"list": [1, 2, 3]}, {"str": "mean"}, 7)], [1.0], [2.0])
@@ -107,9 +116,11 @@ def test_later_arguments_are_not_lost_behind_a_large_first_one():
 def test_what_is_shown_stays_bounded_and_every_span_closed():
     huge = tensor([0.123456] * 4000, [20, 200])
     nested = {"dict": [[{"str": f"key{i}" * 20}, {"list": list(range(50))}] for i in range(20)]}
-    result = judged([(huge, nested, huge)], [{"tuple": [huge, {"str": "x" * 5000}]}],
-                    [{"tuple": [tensor([0.5] * 4000, [20, 200]), {"str": "y" * 5000}]}])
+    many = [{"str": f"«{i}»" * 40} for i in range(4)]  # long differing texts
+    result = judged([(huge, nested, huge)], [{"tuple": [*many, huge, {"str": "x" * 5000}]}],
+                    [{"tuple": [*many[::-1], tensor([0.5] * 4000, [20, 200]),
+                                {"str": "y" * 5000}]}], entry="f" * 64)  # the longest entry
     text = "\n".join(result["feedback"])
     assert len(text) <= FEEDBACK_MAX, len(text)
     assert all(line.count("`") % 2 == 0 for line in result["feedback"])
-    assert "shape=(20, 200)" in text and "and 3997 more" in text
+    assert "shape=(20, 200)" in text and "and 4001 more" in text
