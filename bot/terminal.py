@@ -22,7 +22,6 @@ from bot.engine import (
     feedback_of,
     lettered,
     numbered_code,
-    retry_text,
     when,
 )
 from content.safe_text import plain
@@ -252,7 +251,7 @@ class Console:
             elif m.explanation:
                 self._wrapped(f"Common mistake - {m.title}: {m.explanation}")
         if fb.retry:
-            self._wrapped(retry_text(fb.retries_left))
+            self._wrapped(fb.retry_note)
             return
         if not fb.finished:
             self.say(f"  {fb.attempts_left} attempt(s) left. (? for a hint)")

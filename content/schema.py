@@ -120,7 +120,9 @@ class Comparison(Strict):
 
     kind: Literal["allclose", "exact"] = Field(
         default="allclose", description="allclose: |got - want| <= atol + rtol * |want| for "
-                                        "numbers and tensors (as torch.allclose); exact: equal.")
+                                        "numbers and tensors (as torch.allclose); exact: "
+                                        "equal, and an int is not a float. A tensor's dtype "
+                                        "counts under both.")
     rtol: float = Field(default=1e-5, ge=0, allow_inf_nan=False)
     atol: float = Field(default=1e-8, ge=0, allow_inf_nan=False)
     equal_nan: bool = Field(default=False, description="A NaN matches a NaN in the same place "

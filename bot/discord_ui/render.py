@@ -29,7 +29,6 @@ from bot.engine import (
     counted,
     feedback_of,
     lettered,
-    retry_text,
     shown,
     topic_name,
     when,
@@ -107,7 +106,7 @@ def feedback_embed(card: AnyCard, verdict: Verdict, today: date | None) -> disco
         title = f"{title} {left} attempt{'s' * (left != 1)} left."
     parts = ["\n".join(f"• {plain(line)}" for line in fb.measured), _mistakes_text(fb)]
     if fb.retry:
-        parts.append(retry_text(fb.retries_left))
+        parts.append(fb.retry_note)
     if fb.finished:
         if fb.answer is not None:
             parts.append(answer_text(fb.answer, fb.answer_is_code, fb.answer_letter,

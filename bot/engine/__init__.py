@@ -53,7 +53,6 @@ from bot.engine.feedback import (
     feedback_of,
     lettered,
     numbered_code,
-    retry_text,
     shown,
     when,
 )
@@ -82,6 +81,6 @@ __all__ = [
     "Progress", "Reminder", "ReminderSweep", "RepeatedAnswer", "Response", "Served", "StaleCard",
     "Standing", "TryAgain", "TutorError", "Uploaded", "Verdict", "answer_text", "card_label",
     "card_text", "check_limits", "counted", "current_streak", "exercises_of", "feedback_of",
-    "fit_lines", "lettered", "numbered_code", "preview", "reminder_hour", "report_from",
-    "retry_text", "shown", "topic_name", "when",
+    "fit_lines", "lettered", "numbered_code", "preview", "reminder_hour", "report_from", "shown",
+    "topic_name", "when",
 ]

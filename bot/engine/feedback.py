@@ -16,11 +16,16 @@ from bot.engine.judging import correct_answer, mistakes_of
 from bot.engine.option_order import in_order
 from bot.engine.outcomes import Verdict
 from bot.engine.served import Served
+from content.checkers import BEHAVIOUR
 from content.loader import AnyCard
 from content.safe_text import code_block, markdown
 from content.schema import BLANK_RE, Chip, ChoiceCard, CodeCard, FillInCard, Option
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # options and chips are shown as A, B, C, ...
+# What code that is not judged stopped before (`CodeReport.ran_no_training`): (past,
+# present), a train loop's by default, else by its checker.
+TRAINING = ("it trained", "training")
+STOPPED_BEFORE = {BEHAVIOUR: ("any case returned", "any case returns")}
 KIND_LABEL = {"new": "New card", "review": "Review", "drill": "Once more",
               "remedy": "On a recent mistake", "cram": "Practice"}
 
@@ -63,26 +68,34 @@ class Feedback:
     # (free `retries_left` more times; past them a run counts whatever it does).
     retry: bool = False
     retries_left: int = 0
+    # What such code stopped before, as this card says it: (past, present).
+    stopped_before: tuple[str, str] = TRAINING
 
     @property
     def headline(self) -> str:
         if self.retry:
-            return "Not judged: your code stopped before it trained."
+            return f"Not judged: your code stopped before {self.stopped_before[0]}."
         if self.correct:
             return "Correct!" if self.attempt == 1 else f"Correct, on attempt {self.attempt}."
         return "Not this time." if self.finished else "Not quite."
 
 
+    @property
+    def retry_note(self) -> str:
+        """What a learner whose code was not judged may do next."""
+        return retry_text(self.retries_left, self.stopped_before[1])
+
+
 REPEATED = "explained earlier on this card"
 
 
-def retry_text(retries_left: int) -> str:
-    """What a learner whose code ran no training may do next."""
+def retry_text(retries_left: int, before: str = "training") -> str:
+    """What a learner whose code stopped before `before` (it was not judged) may do next."""
     if retries_left:
         return (f"That run used no attempt: fix it and send your code again ({retries_left} "
                 f"more such run{'s' * (retries_left != 1)} free on this card).")
     return ("That run used no attempt: fix it and send your code again. From now on a run "
-            "counts even if it stops before training.")
+            f"counts even if it stops before {before}.")
 
 
 def when(day: date, today: date) -> str:
@@ -177,6 +190,8 @@ def feedback_of(card: AnyCard, verdict: Verdict, today: date | None) -> Feedback
         next_review=when(verdict.due, today) if scheduled else None,
         duplicate=verdict.duplicate,
         retry=verdict.retry, retries_left=verdict.retries_left,
+        stopped_before=STOPPED_BEFORE.get(card.checker, TRAINING)
+        if isinstance(card, CodeCard) else TRAINING,
     )
 
 

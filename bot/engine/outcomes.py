@@ -12,8 +12,9 @@ from content.loader import AnyCard
 from scheduler.choice import Choice
 from scheduler.grading import MAX_ATTEMPTS
 
-# Code that stopped before it trained (a typo, a NameError before any backward()) may be
-# sent again this many times on one served card without using its attempt.
+# Code that stopped before it did what its card judges (a typo, a NameError before a train
+# loop's first backward() or before a behaviour exercise's first case returned) may be sent
+# again this many times on one served card without using its attempt.
 FREE_RETRIES = 3
 
 
@@ -26,14 +27,17 @@ class CodeReport:
     mistakes: tuple[str, ...] = ()
     feedback: tuple[str, ...] = ()
     stdout: str = ""
-    # Whether a backward() or an optimizer step ran (True when nobody can tell).
+    # Whether the code got as far as its card judges (True when nobody can tell): a train
+    # loop's backward() or optimizer step, a behaviour exercise's case that returned.
     trained: bool = True
 
     @property
     def ran_no_training(self) -> bool:
-        """The code raised, or was refused, before any backward() or optimizer step: it
-        says nothing about the learner's accumulation. A timeout, a memory or output limit
-        or a crash can have come mid-training: never this."""
+        """The code raised, or was refused, before it did anything its card judges (`trained`:
+        a train loop's backward() or step, a behaviour exercise's case that returned), and
+        no mistake explains the error: it says nothing of what the card teaches, so it is not
+        judged (the one rule for every code card and front end). A timeout, a memory or
+        output limit or a crash can have come mid-run: never this."""
         return (self.status in ("error", "refused") and not self.trained
                 and not self.passed and not self.mistakes)
 

@@ -2,10 +2,14 @@
 
 A check has two halves in two processes. The observer (`OBSERVERS[name]`, imports torch)
 runs the learner's code in the sandbox's jailed child and only writes down what it did.
-The judge (`load(name)`: `plan(salt)` and `judge(observations, salt)`, no torch) runs in the
-sandbox service, which never runs learner code: it makes the data, knows the answer, and
-decides. The salt, drawn per submission, makes the data differ from run to run, so that a
-record of a correct run cannot be replayed for another submission.
+The judge (`load(name)`: `plan(salt)`, `judge(observations, salt)` and
+`progressed(observations)`, no torch) runs in the sandbox service, which never runs learner
+code: it makes the data, knows the answer, and decides. `progressed` says whether the code
+got as far as the judge judges (a train loop's backward() or step, a behaviour exercise's
+case that returned): code that stopped before, on a typo, is not judged by the engine
+(`CodeReport.ran_no_training`) and may be sent again. The salt, drawn per submission,
+makes the data differ from run to run, so that a record of a correct run cannot be replayed
+for another submission.
 This package itself imports nothing heavy, so the bot can refer to checkers freely.
 """
 

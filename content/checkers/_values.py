@@ -15,19 +15,23 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from content.checkers._bounds import INT_RANGE, MAX_DEPTH, MAX_VALUES
 from content.checkers._events import Malformed
+from content.checkers._shown import SPECIAL, number, scalar, shape_text, show
 
-SPECIAL = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 TAGS = ("float", "str", "list", "tuple", "dict", "tensor")
+SHOWN = 30  # characters of each of two differing strings (from where they differ)
 
 
 @dataclass(frozen=True)
 class Compare:
     """How outputs must match the reference's: `allclose` (|got - want| <= atol +
-    rtol * |want|, as torch.allclose) or `exact`; with equal_nan a NaN matches a NaN."""
+    rtol * |want|, as torch.allclose) or `exact` (equal, and an int is not a float: code
+    such as OneCycleLR(total_steps=...) refuses 189.0); with equal_nan a NaN matches a NaN.
+    A tensor's dtype counts under both."""
 
     kind: str = "allclose"
     rtol: float = 1e-5
@@ -119,21 +123,14 @@ def _check_int(value: int) -> None:
         raise Malformed("an output holds an integer outside the range of int64 and uint64")
 
 
-def _number(v) -> float | int | bool:
-    return SPECIAL[v] if isinstance(v, str) else v
-
-
-def _scalar(value):
-    if isinstance(value, dict) and "float" in value:
-        return SPECIAL[value["float"]]
-    return value
-
-
 # -- comparing -----------------------------------------------------------------------------
 def numbers_differ(want, got, compare: Compare) -> bool:
-    """Whether two numbers differ under `compare` (bools are numbers here only if both are)."""
+    """Whether two numbers differ under `compare` (bools are numbers here only if both are;
+    under `exact` an int and a float differ even when equal in value)."""
     if isinstance(want, bool) or isinstance(got, bool):
         return not (isinstance(want, bool) and isinstance(got, bool) and want == got)
+    if compare.kind == "exact" and isinstance(want, int) != isinstance(got, int):
+        return True
     if math.isnan(want) or math.isnan(got):
         return not (compare.equal_nan and math.isnan(want) and math.isnan(got))
     if math.isinf(want) or math.isinf(got) or compare.kind == "exact":
@@ -144,45 +141,90 @@ def numbers_differ(want, got, compare: Compare) -> bool:
 def difference(want, got, compare: Compare, where: str = "") -> str | None:
     """None when `got` equals `want` under `compare`; else the first difference, in words
     (`where`: the path to these values, as in `[0]["key"]`)."""
-    at = f" at {where}" if where else ""
-    want, got = _scalar(want), _scalar(got)
-    wkind, gkind = kind(want), kind(got)
-    if wkind != gkind:
-        return f"expected {article(wkind)}{at}, got {article(gkind)}"
-    if wkind == "number":
-        return (f"expected {show(want)}{at}, got {show(got)}"
-                if numbers_differ(want, got, compare) else None)
-    if wkind in ("None", "bool", "str"):
-        return None if want == got else f"expected {show(want)}{at}, got {show(got)}"
-    if wkind == "tensor":
-        return _tensor_difference(want["tensor"], got["tensor"], compare, at)
-    if wkind == "dict":
-        wanted, gotten = _keyed(want), _keyed(got)
-        if wanted.keys() != gotten.keys():
-            return f"expected keys {_keys(wanted)}{at}, got {_keys(gotten)}"
-        return next((d for k, (key, v) in wanted.items()
-                     if (d := difference(v, gotten[k][1], compare,
-                                         f"{where}[{show(key)}]"))), None)
-    items, others = want[wkind], got[wkind]
-    if len(items) != len(others):
-        return f"expected a {wkind} of {len(items)} items{at}, got {len(others)}"
-    return next((d for i, (a, b) in enumerate(zip(items, others, strict=True))
-                 if (d := difference(a, b, compare, f"{where}[{i}]"))), None)
-
-
-def _tensor_difference(want: dict, got: dict, compare: Compare, at: str) -> str | None:
-    if want["shape"] != got["shape"]:
-        return f"expected a tensor of shape {_shape(want)}{at}, got shape {_shape(got)}"
-    if want["dtype"] != got["dtype"]:
-        return f"expected dtype {want['dtype']}{at}, got {got['dtype']}"
-    for i, (a, b) in enumerate(zip(want["values"], got["values"], strict=True)):
-        a, b = _number(a), _number(b)
-        if numbers_differ(a, b, compare):
-            return f"expected {show(a)} at index {_index(i, want['shape'])}{at}, got {show(b)}"
+    for path, expected, gotten in differences(want, got, compare, where):
+        return f"expected {expected}{f' at {path}' if path else ''}, got {gotten}"
     return None
 
 
+def differences(want, got, compare: Compare, where: str = "",
+                digits: int = 6) -> Iterator[tuple[str, str, str]]:
+    """Every place where `got` differs from `want`, in order, as (path, what was expected
+    there, what came): a mismatch of kind, length, keys, shape or dtype is one place (what
+    is inside is not compared); a tensor's differing elements are each a place, at their
+    index (`[0]["mask"][1, 3]`; a 0-d tensor at its container's path)."""
+    want, got = scalar(want), scalar(got)
+    wkind, gkind = kind(want), kind(got)
+    if wkind != gkind:
+        yield where, article(wkind), article(gkind)
+    elif wkind == "number":
+        if numbers_differ(want, got, compare):
+            yield where, *_numbers(want, got, compare, digits)
+    elif wkind == "str":
+        if want != got:
+            yield where, *_strings(want["str"], got["str"])
+    elif wkind in ("None", "bool"):
+        if want != got:
+            yield where, repr(want), repr(got)
+    elif wkind == "tensor":
+        yield from _tensor_differences(want["tensor"], got["tensor"], compare, where, digits)
+    elif wkind == "dict":
+        wanted, gotten = _keyed(want), _keyed(got)
+        if wanted.keys() != gotten.keys():
+            yield where, f"keys {_keys(wanted)}", _keys(gotten)
+            return
+        for k, (key, v) in wanted.items():
+            yield from differences(v, gotten[k][1], compare, f"{where}[{show(key)}]", digits)
+    else:
+        items, others = want[wkind], got[wkind]
+        if len(items) != len(others):
+            yield where, f"a {wkind} of {len(items)} items", str(len(others))
+            return
+        for i, (a, b) in enumerate(zip(items, others, strict=True)):
+            yield from differences(a, b, compare, f"{where}[{i}]", digits)
+
+
+def _numbers(want, got, compare: Compare, digits: int) -> tuple[str, str]:
+    """Two differing numbers in words: as many digits as tell them apart, and under `exact`
+    which is an int and which a float when that is the difference."""
+    wtext, gtext = show(want, digits=digits), show(got, digits=digits)
+    if wtext == gtext and not isinstance(want, int) and not isinstance(got, int):
+        wtext, gtext = repr(float(want)), repr(float(got))
+    if compare.kind == "exact" and isinstance(want, int) != isinstance(got, int):
+        wtext, gtext = f"{wtext} ({_type(want)})", f"{gtext} ({_type(got)})"
+    return wtext, gtext
+
+
+def _strings(want: str, got: str) -> tuple[str, str]:
+    """Two differing strings from a little before the first character that differs."""
+    at = next((i for i, (a, b) in enumerate(zip(want, got, strict=False)) if a != b),
+              min(len(want), len(got)))
+    start = max(0, at - SHOWN // 4)
+    return tuple(("…" if start else "") + repr(text[start:start + SHOWN]) + (
+        "…" if len(text) > start + SHOWN else "") for text in (want, got))
+
+
+def _type(n) -> str:
+    return "an int" if isinstance(n, int) else "a float"
+
+
+def _tensor_differences(want: dict, got: dict, compare: Compare, where: str,
+                        digits: int) -> Iterator[tuple[str, str, str]]:
+    if want["shape"] != got["shape"]:
+        yield (where, f"a tensor of shape {shape_text(want['shape'])}",
+               f"shape {shape_text(got['shape'])}")
+    elif want["dtype"] != got["dtype"]:
+        yield where, f"dtype {want['dtype']}", got["dtype"]
+    else:
+        for i, (a, b) in enumerate(zip(want["values"], got["values"], strict=True)):
+            a, b = number(a), number(b)
+            if numbers_differ(a, b, compare):
+                yield (f"{where}{_index(i, want['shape'])}",
+                       *_numbers(a, b, compare, digits))
+
+
 def _index(flat: int, shape: list[int]) -> str:
+    if not shape:
+        return ""  # a 0-d tensor's one element is the tensor
     index = []
     for n in reversed(shape):
         flat, i = divmod(flat, n)
@@ -216,7 +258,7 @@ def article(name: str) -> str:
 
 def size(value) -> int:
     """How many numbers and strings a value holds (the smallest case is shown first)."""
-    value = _scalar(value)
+    value = scalar(value)
     if not isinstance(value, dict):
         return 1
     tag, body = next(iter(value.items()))
@@ -227,40 +269,3 @@ def size(value) -> int:
     if tag == "dict":
         return sum(size(k) + size(v) for k, v in body) or 1
     return 1
-
-
-# -- showing -------------------------------------------------------------------------------
-SHOWN_NUMBERS = 8
-
-
-def show(value, limit: int = 300) -> str:
-    """A short Python-like rendering (learner or author data: quote it as code)."""
-    text = _show(_scalar(value))
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _show(value) -> str:
-    if value is None or isinstance(value, bool):
-        return repr(value)
-    if isinstance(value, float):
-        return "nan" if math.isnan(value) else f"{value:.6g}"
-    if isinstance(value, int):
-        return str(value)
-    tag, body = next(iter(value.items()))
-    if tag == "str":
-        return repr(body[:200]) + ("…" if len(body) > 200 else "")
-    if tag == "tensor":
-        shown = ", ".join(_show(_number(v)) for v in body["values"][:SHOWN_NUMBERS])
-        more = ", …" if len(body["values"]) > SHOWN_NUMBERS else ""
-        return f"tensor([{shown}{more}], shape={_shape(body)}, dtype={body['dtype']})"
-    if tag == "dict":
-        return "{" + ", ".join(f"{_show(_scalar(k))}: {_show(_scalar(v))}"
-                               for k, v in body[:SHOWN_NUMBERS]) + "}"
-    inner = ", ".join(_show(_scalar(v)) for v in body[:SHOWN_NUMBERS])
-    inner += ", …" if len(body) > SHOWN_NUMBERS else ""
-    return f"({inner}{',' if len(body) == 1 else ''})" if tag == "tuple" else f"[{inner}]"
-
-
-def _shape(tensor: dict) -> str:
-    return "(" + ", ".join(map(str, tensor["shape"])) + ("," if len(tensor["shape"]) == 1
-                                                           else "") + ")"

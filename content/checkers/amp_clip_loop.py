@@ -96,6 +96,9 @@ def judge(observations, salt: int = 0) -> dict:
                    MISTAKES, WARNINGS)
 
 
+progressed = train_loop.progressed  # a backward() or a step (as for any train loop)
+
+
 def diagnose(trace: Trace, scn: AmpScenario) -> list[Finding]:
     if trace.nonfinite is not None:  # what came after it was not judged
         return [overflow_applied(trace, scn, trace.nonfinite)]

@@ -9,7 +9,7 @@ judges what both reported:
 - else the labelled version whose outcome equals the learner's on every case (an equal
   value, or an exception of the same type) names the mistake;
 - else an exception is the learner's own line and message, and a wrong value is shown on
-  the smallest case that differs (input, expected, got, and the first difference).
+  the smallest case that differs (`_case`: input, expected, got, and where they differ).
 The mistake ids come from the card (`versions`), not from this module: MISTAKES is empty,
 and a deck registers the ids its behaviour cards list.
 """
@@ -17,8 +17,9 @@ and a deck registers the ids its behaviour cards list.
 from __future__ import annotations
 
 from content.checkers._bounds import MAX_CASES, MAX_VALUES
+from content.checkers._case import call, differing_case
 from content.checkers._events import Malformed
-from content.checkers._values import Compare, check, difference, show, size
+from content.checkers._values import Compare, check, difference, size
 from content.checkers._verdict import error_result
 from content.safe_text import code_span
 
@@ -252,14 +253,8 @@ def _wrong(entry: str, inputs: list, reference: list, got: list, versions: dict,
     differing = [i for i, (w, g) in enumerate(zip(reference, got, strict=True))
                  if not same(w, g, compare)]
     case = min(differing, key=lambda i: (size(inputs[i]), i))
-    want, mine = reference[case]["value"], got[case]["value"]
-    return _failed([
-        f"the smallest case that differs from the reference: "
-        f"{code_span(_call(entry, inputs[case]), 300)}",
-        f"expected: {code_span(show(want), 300)}",
-        f"got: {code_span(show(mine), 300)}",
-        f"first difference: {code_span(difference(want, mine, compare) or '', 300)}",
-    ])
+    return _failed(differing_case(entry, inputs[case], reference[case]["value"],
+                                  got[case]["value"], compare, len(differing), len(inputs)))
 
 
 def _failed(feedback: list[str]) -> dict:
@@ -268,5 +263,22 @@ def _failed(feedback: list[str]) -> dict:
 
 
 def _call(entry: str, args) -> str:
-    items = args["tuple"] if isinstance(args, dict) and "tuple" in args else [args]
-    return f"{entry}(" + ", ".join(show(a, 120) for a in items) + ")"
+    return call(entry, args, 300)
+
+
+def progressed(observations) -> bool:
+    """Whether the learner's function returned on any case (a value, or one that cannot be
+    compared) before the run stopped. One that stopped before any did (a SyntaxError, a
+    NameError on every call, any exception on every case) is not judged by the engine unless
+    a labelled version explains it, as a train loop that stopped before training. A record
+    of another shape counts as progressed (a forged one gains no free run)."""
+    learner = observations.get("learner") if isinstance(observations, dict) else None
+    programs = learner.get("programs") if isinstance(learner, dict) else None
+    if not isinstance(programs, list) or len(programs) != 1 or not isinstance(programs[0],
+                                                                               dict):
+        return True
+    if "error" in programs[0]:
+        return False
+    outcomes = programs[0].get("outcomes")
+    return not isinstance(outcomes, list) or any(
+        not isinstance(o, dict) or "raised" not in o for o in outcomes)

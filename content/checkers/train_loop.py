@@ -39,7 +39,7 @@ from content.checkers._scaling import learning_rate, scaling
 from content.checkers._scenario import Scenario, plans
 from content.checkers._timing import timing, transforms
 from content.checkers._trace import Trace, replay
-from content.checkers._verdict import Finding, error_result, scenarios, verdict
+from content.checkers._verdict import Finding, error_result, scenarios, trained, verdict
 from content.checkers._windows import count, updates
 
 # Each scenario's accumulation_steps differs from its batch_size, num_epochs and length, and
@@ -88,6 +88,12 @@ def judge(observations, salt: int = 0) -> dict:
     return verdict((diagnose(replay(scn, data, obs), scn)
                     for scn, data, obs in zip(SCENARIOS, plan(salt), observed, strict=True)),
                    MISTAKES, WARNINGS)
+
+
+def progressed(observations) -> bool:
+    """Whether the code got as far as this checker judges before it stopped: a backward()
+    or an optimizer step (code that did not may be sent again free)."""
+    return trained(observations)
 
 
 # -- diagnosis ----------------------------------------------------------------------------------

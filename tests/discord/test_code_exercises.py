@@ -9,9 +9,10 @@ import threading
 import pytest
 
 from bot.discord_ui.client import TutorBot
+from bot.engine import FREE_RETRIES
 from tests.helpers.discord import custom_ids, final, text_of, untouched, verdict_message
 from tests.helpers.engines import engine_of
-from tests.helpers.exercises import EXAMPLE, MISTAKEN, UNLABELLED
+from tests.helpers.exercises import EXAMPLE, MASK, MASK_TYPO, MISTAKEN, RIGHT, UNLABELLED
 
 
 @pytest.fixture
@@ -50,8 +51,29 @@ async def test_an_unlabelled_answer_is_shown_its_smallest_differing_case(world, 
     _, verdict = await write(ann, channel, "losses",
                              UNLABELLED["pytorch-exercises/padded-token-loss"])
     text = verdict.embeds[0].description
-    assert "the smallest case that differs from the reference: `token_loss(tensor(" in text
+    assert "the smallest case that differs from the reference (all 3 cases differ): " \
+           "`token_loss(tensor(" in text
     assert "expected: `tensor(" in text and "got: `tensor(" in text
+
+
+async def test_a_typo_before_any_case_returned_is_not_judged_and_the_card_stays_open(
+        world, admin, store):
+    """Issue 40.6: as for a train loop that stopped before training."""
+    _, channel, ann, _ = world
+    await upload_example(admin, channel)
+    card, typo = await write(ann, channel, "attention", MASK_TYPO)
+    embed = typo.embeds[0]
+    assert embed.title == "Not judged: your code stopped before any case returned."
+    assert "NameError: name 'kept' is not defined" in embed.description
+    assert f"({FREE_RETRIES - 1} more such runs free on this card)" in embed.description
+    assert "The answer" not in embed.description and "triu" not in embed.description
+    serve_id = custom_ids(card)[0].split(":")[2]
+    assert store.reviews.get(serve_id) is None
+    again = await ann.submit_modal(await ann.click(typo, label="Write code"),
+                                   {"code": RIGHT[MASK]})
+    assert verdict_message(again).embeds[0].title == "Correct!"
+    log = store.reviews.get(serve_id)
+    assert (log.correct, log.attempts, log.chosen[0]["retries"]) == (True, 1, 1)
 
 
 async def test_a_broken_exercise_is_refused_with_its_card_and_nothing_is_stored(

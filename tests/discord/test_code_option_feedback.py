@@ -1,5 +1,5 @@
-"""A code-option card missed in Discord: every option reads "This loop", so the feedback
-names each choice by the letter it was shown under and reveals the key with its code."""
+"""A code-option card's revealed code in Discord, within the embed's limits (each card's
+letters and code: tests/discord/test_code_option_cards.py)."""
 
 from __future__ import annotations
 
@@ -7,31 +7,8 @@ from datetime import date
 
 from bot.discord_ui.render import feedback_embed
 from content.loader import DeckLibrary
-from content.safe_text import code_block, markdown
-from tests.helpers.discord import letter_for, shown_options
 
-CLIP = "gradient-accumulation/clip-placement"  # the "clipping" topic's only card
-
-
-async def test_a_missed_code_option_card_names_letters_and_shows_the_keys_code(world, library):
-    _, channel, ann, _ = world
-    card = library.card(CLIP)
-    key = next(o for o in card.options if o.correct)
-    assert key.code and key.text == "This loop"  # the case this test is for
-    message = (await ann.slash(channel, "practice", topic="clipping")).response
-    listed, key_letter = shown_options(message), letter_for(message, key.id)
-    wrong = [o for o in card.options if not o.correct][:3]
-    for option in wrong:
-        letter = letter_for(message, option.id)
-        message = (await ann.click(message, label=letter)).response
-        # The letter the learner clicked, as the card above still lists it.
-        assert f"**{letter}. {markdown(option.text)}**: " in message.embeds[1].description
-        assert shown_options(message) == listed
-    told = message.embeds[1]
-    assert told.title == "Not this time."
-    answer = f"**The answer:** **{key_letter}.** This loop\n"
-    assert answer + code_block(key.code) in told.description
-    assert told.description.count("```") % 2 == 0
+CLIP = "gradient-accumulation/clip-placement"
 
 
 def test_code_too_long_for_the_embed_is_clipped_with_its_block_closed(bot_tutor):

@@ -1,7 +1,8 @@
 """Code that stops before it trains (a typo, a NameError) is not judged: it uses no attempt
 and may be sent again, a bounded number of times per served card (bot/engine/tutor.py,
 `_answer_code`). What "ran no training" means comes from the checker's observations
-(`content/checkers/_verdict.trained`) and the sandbox's status (`CodeReport.ran_no_training`).
+(`content/checkers/_verdict.trained`; for a behaviour card, whether any case returned:
+`behaviour.progressed`) and the sandbox's status (`CodeReport.ran_no_training`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from bot.engine.code_judge import report_from
 from bot.engine.tutor import Tutor
 from bot.sandbox.protocol import CheckReport, RunResult
 from bot.sandbox.service.checker_process import answer as judge_in_process
-from content.checkers import train_loop
+from content.checkers import behaviour, train_loop
 from content.checkers._verdict import trained
 from tests.helpers.engines import engine_of
 from tests.helpers.train_loop import REFERENCE
@@ -78,6 +79,38 @@ def test_code_that_ran_a_backward_or_a_step_trained(code):
                                     {"scenarios": [{"events": [["F", 0], 7]}]}])
 def test_a_record_of_another_shape_counts_as_trained(record):
     assert trained(record) is True  # a forged record gains no free run
+
+
+def behaviour_record(mine) -> dict:
+    """A behaviour check on two cases, f(x) = 2x, where the learner's run reported `mine`."""
+    return {"entry": "f", "compare": None, "versions": [],
+            "author": {"inputs": {"list": [{"tuple": [1]}, {"tuple": [2]}]}, "digest": "d",
+                       "programs": [{"outcomes": [{"value": 2}, {"value": 4}]}]},
+            "learner": {"digest": "d", "programs": [mine]}}
+
+
+NAME_ERROR = {"type": "NameError", "message": "name 'torhc' is not defined", "line": 2}
+
+
+@pytest.mark.parametrize("mine, returned", [
+    ({"error": {"type": "SyntaxError", "message": "expected ':'", "line": 1}}, False),
+    ({"outcomes": [{"raised": NAME_ERROR}] * 2}, False),  # a typo in the body: every call
+    ({"outcomes": [{"value": 3}, {"raised": NAME_ERROR}]}, True),
+    ({"outcomes": [{"unencodable": "is a set"}, {"raised": NAME_ERROR}]}, True),
+    ({"outcomes": [{"value": 2}, {"value": 5}]}, True),
+])
+def test_a_behaviour_run_progressed_when_any_case_returned(mine, returned):
+    reply = judge_in_process({"checker": "behaviour", "salt": 0,
+                              "observations": behaviour_record(mine)})
+    assert reply["report"]["trained"] is returned
+    report = report_from(RunResult("ok", report=CheckReport.from_wire(reply["report"])))
+    assert report.ran_no_training is (not returned)
+
+
+@pytest.mark.parametrize("record", [None, [], {"learner": 5}, {"learner": {"programs": []}},
+                                    {"learner": {"programs": [{"outcomes": "x"}]}}])
+def test_a_behaviour_record_of_another_shape_counts_as_progressed(record):
+    assert behaviour.progressed(record) is True
 
 
 def test_only_an_explicit_false_from_the_checker_says_no_training():

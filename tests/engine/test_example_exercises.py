@@ -68,16 +68,23 @@ def test_an_unlabelled_wrong_answer_gets_the_smallest_differing_case(decks, exam
                                                                      smallest):
     report = judged(decks, example, card_id, UNLABELLED[card_id])
     assert not report.passed and report.mistakes == ()
-    said, expected, got, first = report.feedback
-    assert said.startswith("the smallest case that differs from the reference: ")
+    said, expected, got, places = report.feedback
+    assert said.startswith("the smallest case that differs from the reference (")
     assert smallest in said, said
     assert expected.startswith("expected: ") and got.startswith("got: ")
-    assert first.startswith("first difference: ")
+    assert places.startswith("it differs")
+
+
+def test_the_loss_card_shows_its_0d_loss_as_a_number(decks, example):
+    _, expected, got, places = judged(decks, example, LOSS, UNLABELLED[LOSS]).feedback
+    assert re.fullmatch(r"expected: `tensor\(\d+\.\d+, dtype=float32\)`", expected), expected
+    assert re.fullmatch(r"got: `tensor\(\d+\.\d+, dtype=float32\)`", got), got
+    assert re.fullmatch(r"it differs: `expected \d+\.\d+, got \d+\.\d+`", places), places
 
 
 def test_the_mask_card_says_where_minus_a_billion_is_not_minus_infinity(decks, example):
-    first = judged(decks, example, MASK, UNLABELLED[MASK]).feedback[-1]
-    assert re.search(r"expected -inf at index \[0, 1\], got -1(\.0+)?e\+?0?9", first), first
+    places = judged(decks, example, MASK, UNLABELLED[MASK]).feedback[-1]
+    assert re.search(r"`at \[0, 1\]: expected -inf, got -1(\.0+)?e\+?0?9`", places), places
 
 
 def test_a_broken_exercise_is_refused_per_card_and_nothing_is_stored(decks):

@@ -94,3 +94,6 @@ def token_loss(logits, targets, pad_id):
     return losses[real].sum() / real.sum()
 """,
 }
+
+# A right answer with a typo: a NameError on every case, so no case returns.
+MASK_TYPO = RIGHT[MASK].replace("keep, scores", "kept, scores")

@@ -50,7 +50,7 @@ async def test_an_unlabelled_wrong_answer_gets_the_smallest_differing_case(sandb
     assert not report.passed and report.mistakes == () and report.error is None
     text = "\n".join(report.feedback)
     assert "smallest case" in text and "shape=(2, 2)" in text, text
-    assert "expected:" in text and "got:" in text and "first difference" in text
+    assert "expected:" in text and "got:" in text and "it differs in 4 places" in text
     assert all(line.count("`") % 2 == 0 for line in report.feedback)  # quoted as code
 
 

@@ -224,44 +224,6 @@ def test_a_code_card_in_the_terminal_is_judged_in_the_sandbox(tmp_path):
     assert "A working solution:" in verdict
 
 
-def test_a_missed_code_option_card_names_letters_and_shows_the_keys_code(db_url, clock):
-    """Every option of clip-placement reads "This loop": the letters and the key's code are
-    what tell them apart."""
-    import textwrap
-
-    from bot.app import build
-    from content.loader import DeckLibrary
-
-    library = DeckLibrary.load()
-    card = library.card("gradient-accumulation/clip-placement")
-    key = next(o for o in card.options if o.correct)
-    wrong = [o.id for o in card.options if not o.correct][:3]
-    out, feed = io.StringIO(), iter([*wrong, "q"])
-
-    def read(prompt: str) -> str:
-        line = next(feed)
-        out.write(f"{prompt}{line}\n")
-        return line
-
-    with build(database_url=db_url, library=library, clock=clock, sandbox=False) as app:
-        learner = app.tutor.learner("local:sam", display_name="sam")
-        Console(engine_of(app.tutor), learner, "gradient-accumulation", out=out, read=read,
-                topic="clipping").run()
-    text = out.getvalue()
-    shown = text.split("Answer >", 1)[0]
-
-    def letter(option) -> str:  # the letter whose listing carries this option's code
-        code = textwrap.indent(option.code.rstrip("\n"), "       ")
-        return next(x for x in "ABCDEFGH" if f"  {x}) {option.text}\n{code}\n" in shown)
-
-    options = {o.id: o for o in card.options}
-    for option_id in wrong:
-        assert f"You chose {letter(options[option_id])} ('This loop'): " in text
-    revealed = text.split("Not this time.", 1)[1]
-    code = textwrap.indent(key.code.rstrip("\n"), "       ")
-    assert f"The answer: {letter(key)}) This loop\n{code}\n" in revealed
-
-
 # -- a mistake explained once per served card; code that ran no training sent again --------
 
 def test_the_terminal_names_a_repeated_mistake_without_its_explanation(tutor):

@@ -24,7 +24,6 @@ import traceback
 from bot.sandbox.protocol import read_json
 from content import checkers
 from content.checkers._events import Malformed
-from content.checkers._verdict import trained
 
 MIB = 1 << 20
 
@@ -49,9 +48,11 @@ def answer(request: dict) -> dict:
         return {"malformed": "the request named no checker"}
     observations = request.get("observations")
     try:
-        report = checkers.load(name).judge(observations, salt)
-        # Whether the code trained before it stopped: one that did not may be sent again free.
-        return {"report": {**report, "trained": trained(observations)}}
+        judge = checkers.load(name)
+        report = judge.judge(observations, salt)
+        # Whether the code got as far as its check judges (for a train loop: whether it
+        # trained) before it stopped: one that did not may be sent again free.
+        return {"report": {**report, "trained": judge.progressed(observations)}}
     except MemoryError:
         raise  # the process's own state, not the record's: `serve` ends the process
     except Exception as exc:  # noqa: BLE001 - any of them costs this record only
