@@ -12,6 +12,7 @@ from typing import Any
 
 from content import checkers
 from content.checkers.behaviour import MAX_GIVEN, NAME_MAX
+from content.exercise_code import code_problems
 from content.giveaways import check_giveaways, spells_out
 from content.schema import BLANK_RE, ChoiceCard, CodeCard, Deck, FillInCard, tested_mistakes
 
@@ -106,6 +107,7 @@ def _behaviour_problems(card: CodeCard, base: Path) -> Iterator[Problem]:
     for i, name in enumerate(card.given_names):
         if not name.isidentifier() or len(name) > NAME_MAX:
             yield (*base, "given_names", i), f"'{name[:80]}' is not a Python name"
+    yield from code_problems(card, base)
 
 
 def _leaks(hint: str, answer: str) -> bool:

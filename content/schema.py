@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic_core import PydanticCustomError
 
 from content.checkers.behaviour import MAX_VERSIONS, NAME_MAX
 
@@ -23,6 +24,23 @@ Text = Annotated[str, StringConstraints(min_length=1, strip_whitespace=True)]
 Difficulty = Literal["easy", "medium", "hard"]
 PythonName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
                                               max_length=NAME_MAX)]
+
+GIVEN_NAMES_HELP = (
+    "must be a YAML list of names, such as [torch, F], or [] (or left out) when the code "
+    "needs none: the names the card's code may use without defining them (a behaviour "
+    "card's are modules imported for its code; F is torch.nn.functional)")
+
+
+def _names_list(value):
+    """given_names as a list of strings, or the author's message (not pydantic's)."""
+    if value is None:  # `given_names:` with nothing after it
+        return []
+    if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
+        raise PydanticCustomError("given_names", GIVEN_NAMES_HELP)
+    return value
+
+
+GivenNames = Annotated[list[str], BeforeValidator(_names_list)]
 
 # `[[blank-id]]` marks a blank inside fill-in code.
 BLANK_RE = re.compile(r"\[\[([a-z][a-z0-9_-]*)\]\]")
@@ -146,7 +164,9 @@ class Behaviour(Strict):
 class CodeCard(CardBase):
     type: Literal["code"]
     starter: Text = Field(description="What the learner starts from.")
-    given_names: list[str] = Field(min_length=1)
+    given_names: GivenNames = Field(
+        default_factory=list, description="Names the code may use without defining them "
+                                          "(none for a function that needs none).")
     checker: Slug = Field(description="Module in content/checkers that judges the code.")
     mistakes: list[Slug] = Field(min_length=1, description="Mistake ids the checker reports.")
     reference: Text = Field(description="A correct solution, shown after the check.")

@@ -1,11 +1,14 @@
-"""`tutor deck publish|list`: operators store a server's deck and see every deck."""
+"""`tutor deck publish|list`: operators store a server's deck and see every deck; and the
+sandbox half of `tutor deck validate` (its behaviour exercises tried as publish tries them)."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from bot.cli.common import database_url, load_library
+from bot.cli.common import database_url, load_library, load_settings
+
+VALIDATE_SERVER = 0  # the server validate's trials run as (a fleet holds one per server)
 
 
 def _app(args, sandbox: bool = False):
@@ -26,6 +29,50 @@ def _has_exercises(data: bytes) -> bool:
         return bool(exercises_of(parse_untrusted(data)[0]))
     except UntrustedDeck:
         return False
+
+
+def tried_exercises(decks: list, run: bool) -> tuple[list[str], list[str], int]:
+    """Each valid (path, deck)'s behaviour exercises tried in the sandbox, the trial publish
+    makes, unless not `run`: (problems as file:line: message, notes on what was tried and
+    what was not, how many files' were not run). The sandbox starts as publish starts it
+    (its own service, or SANDBOX_ADDRESS), only when a deck has exercises."""
+    from bot.engine import ExercisesUntried, exercise_findings, exercises_of
+    from content.untrusted import read_text
+
+    decks = [(path, deck) for path, deck in decks if exercises_of(deck)]
+    if not decks or not run:
+        return [], [_not_run(path, "--no-sandbox") for path, _ in decks], len(decks)
+    from bot.app import start_sandbox
+
+    settings = load_settings()
+    code = start_sandbox(settings.sandbox_address, settings.sandbox_allow_unbounded_memory)
+    if code is None:
+        why = ("the code sandbox could not start here (the log above says why; `tutor "
+               "sandbox doctor` checks this host)")
+        return [], [_not_run(path, why) for path, _ in decks], len(decks)
+    problems, notes, untried = [], [], 0
+    try:
+        for path, deck in decks:
+            try:
+                found = exercise_findings(code.judge, deck, read_text(path), VALIDATE_SERVER)
+            except ExercisesUntried as exc:
+                notes.append(_not_run(path, exc.reason))
+                untried += 1
+                continue
+            problems += [f"{path}:{line}: {message}" for line, message in found]
+            if not found:
+                notes.append(f"{path}: its {len(exercises_of(deck))} behaviour exercise(s) "
+                             "were tried in the sandbox, as publish tries them: no problems")
+    finally:
+        code.stop()
+    return problems, notes, untried
+
+
+def _not_run(path, why: str) -> str:
+    return (f"{path}: behaviour exercises not run ({why}): their code compiles and defines "
+            "its names, but whether each reference runs and each version can be told apart "
+            "is known only once they run: validate where the sandbox starts, or `tutor deck "
+            "publish`, which tries them before storing")
 
 
 def cmd_deck_publish(args) -> int:

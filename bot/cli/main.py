@@ -59,13 +59,16 @@ def cmd_run(args) -> int:
 
 def cmd_deck_validate(args) -> int:
     """Every file through the upload's checks (Discord's limits too): a file from someone
-    else is untrusted. Only the give-away pragma is honoured, as a draft may carry it. A
-    valid file's notes (a mistake only one card tests: remediation needs two) go to stderr."""
+    else is untrusted. Only the give-away pragma is honoured, as a draft may carry it. Then
+    the behaviour exercises of the valid files are tried in the sandbox as publish tries
+    them (unless --no-sandbox), and what was not run is said. A valid file's notes (a
+    mistake only one card tests: remediation needs two) go to stderr."""
+    from bot.cli.deck import tried_exercises
     from bot.engine import check_limits
     from content.loader import DeckError, deck_files
     from content.untrusted import file_notes, load_file
 
-    problems, notes, files = [], [], deck_files(args.paths)
+    problems, notes, files, valid = [], [], deck_files(args.paths), []
     for file in files:
         try:
             deck = load_file(file, check_limits)
@@ -73,13 +76,17 @@ def cmd_deck_validate(args) -> int:
             problems += exc.problems
         else:
             notes += file_notes(file, deck)
-    for problem in problems:
+            valid.append((file, deck))
+    tried, said, untried = tried_exercises(valid, run=not args.no_sandbox)
+    for problem in [*problems, *tried]:
         print(problem)
-    for note in notes:  # on stderr: a note is no problem, and changes no exit status
+    for note in [*notes, *said]:  # on stderr: a note is no problem, and changes no exit status
         print(note, file=sys.stderr)
-    if not problems:
-        print(f"{len(files)} deck file(s) valid.", file=sys.stderr)
-    return 1 if problems or not files else 0
+    if not problems and not tried:
+        print(f"{len(files)} deck file(s) valid" + (
+            f"; the behaviour exercises of {untried} were not run (above)." if untried
+            else "."), file=sys.stderr)
+    return 1 if problems or tried or not files else 0
 
 
 def cmd_deck_dump(args) -> int:
@@ -191,6 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
         dest="deck_command", required=True)
     validate = deck.add_parser("validate", help="check deck files; exit 1 on any problem")
     validate.add_argument("paths", nargs="*", help="files or folders (default: bundled decks)")
+    validate.add_argument("--no-sandbox", action="store_true",
+                          help="do not try behaviour exercises in the sandbox (their code is "
+                               "still compiled)")
     validate.set_defaults(func=cmd_deck_validate)
     dump = deck.add_parser("dump", help="print the resolved deck(s)")
     dump.add_argument("--deck")

@@ -17,7 +17,8 @@ terminal, the web) import only from here (an import-linter contract holds them t
   `when`, `counted` ("1 card", "2 cards"), ...; Discord's size limits (`DISCORD`), which
   uploads are measured by.
 - For the command line: `check_limits` (a deck file's limits), `exercises_of` (its behaviour
-  cards), `report_from` (a sandbox result as a `CodeReport`).
+  cards) and `exercise_findings` (them tried, or `ExercisesUntried`), `report_from` (a
+  sandbox result as a `CodeReport`).
 
 Time is injected (`clock`), never read here. A served card is an immutable value that
 carries its own attempt state, so a front end can keep it anywhere (memory, the store,
@@ -42,7 +43,7 @@ from bot.engine.errors import (
     TryAgain,
     TutorError,
 )
-from bot.engine.exercises import exercises_of
+from bot.engine.exercises import ExercisesUntried, exercise_findings, exercises_of
 from bot.engine.feedback import (
     KIND_LABEL,
     LETTERS,
@@ -75,12 +76,12 @@ __all__ = [
     "CODE_POLICY", "DISCORD", "FREE_RETRIES", "KIND_LABEL", "LETTERS", "MAX_ATTEMPTS", "RANGES",
     "REPEATED", "SCHEDULERS", "WEEKDAYS", "Activity", "AlreadyCounted", "BadChoice",
     "BadServerSetting", "BadSetting", "Board", "CardInPlay", "Checked", "Choice", "CodeReport",
-    "DMClosed", "DeckRejected", "DeckSummary", "Draft", "Engine", "Feedback", "Finding",
-    "Finished", "FitDone", "FitPanel", "FitRefused", "Gone", "InvalidAnswer", "Learner",
+    "DMClosed", "DeckRejected", "DeckSummary", "Draft", "Engine", "ExercisesUntried", "Feedback",
+    "Finding", "Finished", "FitDone", "FitPanel", "FitRefused", "Gone", "InvalidAnswer", "Learner",
     "LearnerMistake", "MessageLimits", "Missed", "Mode", "NeedsSandbox", "NotJudged", "NotYours",
     "Progress", "Reminder", "ReminderSweep", "RepeatedAnswer", "Response", "Served", "StaleCard",
     "Standing", "TryAgain", "TutorError", "Uploaded", "Verdict", "answer_text", "card_label",
-    "card_text", "check_limits", "counted", "current_streak", "exercises_of", "feedback_of",
-    "fit_lines", "lettered", "numbered_code", "preview", "reminder_hour", "report_from", "shown",
-    "topic_name", "when",
+    "card_text", "check_limits", "counted", "current_streak", "exercise_findings", "exercises_of",
+    "feedback_of", "fit_lines", "lettered", "numbered_code", "preview", "reminder_hour",
+    "report_from", "shown", "topic_name", "when",
 ]

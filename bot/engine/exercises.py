@@ -24,7 +24,12 @@ STOPPED_LIMIT = 3  # exercises stopped by a limit before the rest are left untri
 
 
 class ExercisesUntried(Exception):
-    """The exercises could not be tried now (no sandbox, or a busy one): nothing is stored."""
+    """The exercises could not be tried now (no sandbox, or a busy one): nothing is stored.
+    `reason`: why, in words for any caller (`tutor deck validate` says "not run: ...")."""
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
 
 
 def exercises_of(deck: Deck) -> list[tuple[int, CodeCard]]:
@@ -37,38 +42,45 @@ def exercise_problems(judge, deck: Deck, text: str, server: int) -> list[str]:
     """Every problem of the deck's exercises, as "line N: message" ([] for none), tried
     for `server`'s upload. `judge`: the engine's code judge (None without a sandbox).
     ExercisesUntried when they cannot be tried now."""
+    return [f"line {n}: {message}" for n, message in exercise_findings(judge, deck, text,
+                                                                       server)]
+
+
+def exercise_findings(judge, deck: Deck, text: str, server: int) -> list[tuple[int, str]]:
+    """`exercise_problems` as (line, message) pairs, for a caller that names the file."""
     cards = exercises_of(deck)
     if not cards:
         return []
     line = line_finder(text)
     if len(cards) > MAX_EXERCISES:
-        return [f"line {line(('cards', cards[MAX_EXERCISES][0]))}: the deck has {len(cards)} "
-                f"behaviour cards; at most {MAX_EXERCISES} are accepted (each is tried in "
-                "the sandbox before the deck is stored)"]
+        return [(line(("cards", cards[MAX_EXERCISES][0])), f"the deck has {len(cards)} "
+                 f"behaviour cards; at most {MAX_EXERCISES} are accepted (each is tried in "
+                 "the sandbox before the deck is stored)")]
     vet = getattr(judge, "vet", None)
     if vet is None:
         raise ExercisesUntried("This bot runs no code, so the deck's behaviour cards cannot "
-                               "be tried (nor played); nothing was stored.")
+                               "be tried (nor played); nothing was stored.",
+                               "no code sandbox runs here")
     return list(_tried(functools.partial(vet, server=server), cards, line))
 
 
-def _tried(vet, cards: list[tuple[int, CodeCard]], line) -> Iterator[str]:
+def _tried(vet, cards: list[tuple[int, CodeCard]], line) -> Iterator[tuple[int, str]]:
     stopped = 0
     for n, (index, card) in enumerate(cards):
-        where = f"line {line(('cards', index, 'behaviour'))}: {card.id}"
+        where = line(("cards", index, "behaviour"))
         if stopped >= STOPPED_LIMIT:
             left = ", ".join(c.id for _, c in cards[n:])
-            yield (f"{where}: not tried, nor {len(cards) - n - 1} more after it ({left}): "
-                   f"{STOPPED_LIMIT} exercises were already stopped by a limit")
+            yield (where, f"{card.id}: not tried, nor {len(cards) - n - 1} more after it "
+                          f"({left}): {STOPPED_LIMIT} exercises were already stopped by a limit")
             return
         try:
             problems, limited = vet(card)
         except NotJudged as exc:  # no code runner, a crash of ours, no answer in time
             raise ExercisesUntried(f"The deck's behaviour cards could not be tried "
                                    f"({exc.reason}); nothing was stored. Try again in a "
-                                   "minute.") from None
+                                   "minute.", exc.reason) from None
         except TryAgain as exc:
             raise ExercisesUntried(f"{exc} The deck's behaviour cards could not be tried; "
-                                   "nothing was stored.") from None
+                                   "nothing was stored.", str(exc)) from None
         stopped += limited
-        yield from (f"{where}: {problem}" for problem in problems)
+        yield from ((where, f"{card.id}: {problem}") for problem in problems)

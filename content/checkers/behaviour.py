@@ -59,8 +59,9 @@ def vet(record) -> dict:
     """An exercise tried before it is stored: {"entry", "compare", "versions", "authors":
     [the author's run on one seed, on another], "again": the reference run in another
     process on the first seed (in the learner's role)}. Passed when the reference runs and
-    is deterministic for a seed, and every version runs and differs, on each seed, from the
-    reference and from every other version; else `feedback` says each problem once."""
+    is deterministic for a seed, and every version runs, returns on some case (a crash on
+    every case names no mistake) and differs, on each seed, from the reference and from
+    every other version; else `feedback` says each problem once."""
     entry, compare, ids = _exercise(record)
     runs, again = record.get("authors"), _run(record.get("again"))
     if not isinstance(runs, list) or len(runs) != 2:
@@ -103,8 +104,12 @@ def _indistinct(run: dict, ids: list[str], compare: Compare, entry: str) -> list
             problems.append(f"version {mistake} fails before {entry} is called "
                             f"({code_span(_error_text(program['error']), 300)}): a mistake is "
                             f"recognised only by what {entry} does")
+            continue
+        outcomes = _outcomes(program, n)
+        if all("raised" in outcome for outcome in outcomes):
+            problems.append(_raises_everywhere(mistake, outcomes[0]["raised"], entry))
         else:
-            named[mistake] = _outcomes(program, n)
+            named[mistake] = outcomes
     ids = list(named)
     for mistake, outcomes in named.items():
         if _alike(outcomes, reference, compare):
@@ -116,6 +121,18 @@ def _indistinct(run: dict, ids: list[str], compare: Compare, entry: str) -> list
                 problems.append(f"versions {one} and {other} cannot be told apart on these "
                                 "cases")
     return problems
+
+
+def _raises_everywhere(mistake: str, raised: dict, entry: str) -> str:
+    """A version that raises on every case (vetted only when the reference returned on all):
+    a crash says nothing of the mistake, so any answer that crashes the same way would be
+    named it. Said by type and line alone, the same on either seed."""
+    line = raised.get("line")
+    where = f"line {line}: " if isinstance(line, int) and not isinstance(line, bool) else ""
+    kind = code_span(f"{where}{str(raised.get('type'))[:100]}", 200)
+    return (f"version {mistake} raises on every case where the reference returns ({kind}): "
+            f"any answer that merely crashes the same way would be told it made this "
+            f"mistake; make the version's {entry} return the wrong result the mistake gives")
 
 
 def _alike(one: list[dict], other: list[dict], compare: Compare) -> bool:

@@ -10,9 +10,12 @@ from pathlib import Path
 from tests.helpers.paths import REPO
 
 
-def tutor(*args: str, cwd: Path = REPO, stdin: str = "") -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DISCORD_TOKEN")}
+def tutor(*args: str, cwd: Path = REPO, stdin: str = "", env: dict[str, str] | None = None,
+          timeout: float = 60) -> subprocess.CompletedProcess:
+    """`env`: settings of this run's own (SANDBOX_ADDRESS=...), over the environment's;
+    `timeout`: more for a run that tries several exercises in the sandbox."""
+    base = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DISCORD_TOKEN")}
     return subprocess.run(
         [sys.executable, "-m", "bot", *args], input=stdin, capture_output=True, text=True,
-        cwd=cwd, env={**env, "PYTHONPATH": str(REPO)}, timeout=60,
+        cwd=cwd, env={**base, **(env or {}), "PYTHONPATH": str(REPO)}, timeout=timeout,
     )

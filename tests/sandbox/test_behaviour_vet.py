@@ -55,6 +55,24 @@ async def test_a_version_that_fails_before_the_entry_is_called(sandbox):
     assert "SyntaxError" in found[0]
 
 
+async def test_a_version_that_raises_on_every_case_is_refused_by_name(sandbox):
+    # Any answer that crashes with a TypeError would be named this mistake (issue 40.2).
+    crashing = "def softmax(x):\n    return x.softmax()\n"  # no dim: TypeError on each case
+    found = await problems(sandbox, versions={**VERSIONS, "softmax_overflow": crashing})
+    assert found == ["version softmax_overflow raises on every case where the reference "
+                     "returns (`line 2: TypeError`): any answer that merely crashes the same "
+                     "way would be told it made this mistake; make the version's softmax "
+                     "return the wrong result the mistake gives"]
+
+
+async def test_a_version_that_raises_on_some_cases_only_is_told_apart(sandbox):
+    # Raising on the largest logits only: its values on the others still tell it apart.
+    partly = VERSIONS["softmax_overflow"].replace(
+        "    e = x.exp()\n", "    if x.abs().max() > 500:\n        raise OverflowError\n"
+                            "    e = x.exp()\n")
+    assert await problems(sandbox, versions={**VERSIONS, "softmax_overflow": partly}) == []
+
+
 async def test_a_reference_that_is_not_deterministic_for_a_seed(sandbox):
     # (torch's generator is seeded with the seed: torch.rand would be deterministic.)
     noisy = "import os\n" + REFERENCE.replace("return e", "return os.urandom(1)[0] + e")
