@@ -89,6 +89,7 @@ class Trace:
     loss_at: list[int] = field(default_factory=list)  # per loss: len(events) when computed
     backpropagated: set[int] = field(default_factory=set)  # loss ids
     passes: int = 0
+    reach: list[int] = field(default_factory=list)  # per pass: batches it went through
     anomaly: str | None = None
     truncated: bool = False
     final: Vector = field(default_factory=list)

@@ -134,8 +134,8 @@ def classify(positions: list[int], scn: Scenario) -> Finding | None:
         inverted = skipped == list(range(skipped[0], n + 1, a))
         return ("wrong_update_frequency",
                 f"{at} after every micro-batch except {span(skipped)}, instead of only {want}"
-                + (": the window condition is inverted (`if i % accumulation_steps:` is true "
-                   "on every batch but each accumulation_steps-th)" if inverted else ""))
+                + (": the opposite of the window ends, as if the window condition were "
+                   "inverted" if inverted else ""))
     return ("wrong_update_frequency", f"{at} after batches {runs(positions)} instead of {want}")
 
 

@@ -123,6 +123,9 @@ class _Replay:
         j = _index(j, self.scn.n_batches)
         if j == 0:
             self.trace.passes += 1
+            self.trace.reach.append(0)
+        if self.trace.reach:
+            self.trace.reach[-1] = max(self.trace.reach[-1], j + 1)
         self.fetch_epoch[j] = self.trace.passes
 
     def loss(self, batch, weights) -> None:

@@ -118,6 +118,29 @@ def matching_plan(ups: list[Update], scn: Scenario, epochs: int,
     return None
 
 
+def restarted(trace: Trace, scn: Scenario) -> tuple[str, str] | None:
+    """A new iterator over dataloader for each update or micro-batch: every pass over it
+    starts at its first batch, so passes cut short again and again train on the same first
+    micro-batches, and the rest of the data is never used. (A single cut pass, a peek at
+    the first batch, is not this.)"""
+    n = scn.n_batches
+    trained = {c.epoch for c in trace.contribs}
+    cut = [k for k, reached in enumerate(trace.reach, 1) if reached < n and k in trained]
+    if trace.passes <= scn.num_epochs or len(cut) < 2:
+        return None
+    used = sorted({c.batch + 1 for c in trace.contribs})
+    never = [b for b in range(1, n + 1) if b not in used]
+    return ("restarted_iterator",
+            f"dataloader was started over from its first batch {trace.passes} times in "
+            f"{scn.num_epochs} epochs, "
+            f"{'each time' if len(cut) == trace.passes else count(len(cut), 'time')} after "
+            f"at most {max(trace.reach[k - 1] for k in cut)} of its {n} micro-batches: "
+            f"every update trained on {span(used)} again"
+            + (f", and {span(never)} never reached backward()" if never else "")
+            + ". A new iterator over dataloader begins at its first batch: make one "
+              "iterator per epoch and take each window's micro-batches from it in turn")
+
+
 # -- text --------------------------------------------------------------------------------------
 def runs(numbers: list[int]) -> str:
     """'1-3, 5, 7-9' for [1, 2, 3, 5, 7, 8, 9]: every number shows, runs compressed."""

@@ -62,7 +62,7 @@ MISTAKES = (
     "clip_every_micro_batch",
     "clip_after_step",
     "lr_scaled_instead_of_loss", "scheduler_every_micro_batch", "clip_in_grad_hook",
-    "leftover_gradients",
+    "leftover_gradients", "restarted_iterator",
 )
 WARNINGS = {"leftover_gradients"}
 

@@ -184,4 +184,9 @@ BUGGY = {
         variant((" or i + 1 == len(dataloader)", ""), ("    optimizer.zero_grad()\n    for",
                                                        "    for")),
         ["leftover_gradients"]),
+    "iterator_per_micro_batch": (
+        variant(("    for i, (inputs, labels) in enumerate(dataloader):\n",
+                 "    for i in range(len(dataloader)):\n"
+                 "        inputs, labels = next(iter(dataloader))\n")),
+        ["restarted_iterator"]),
 }
