@@ -106,9 +106,9 @@ def _plans(scn: Scenario, epochs: int) -> Iterator[tuple[str, Iterator[Window]]]
 def matching_plan(ups: list[Update], scn: Scenario, epochs: int,
                   bad: frozenset[Key] = frozenset()) -> str | None:
     """The name of the correct plan the updates follow exactly, if any ("epoch/leak": the
-    partial windows leak into the next epoch). A window holding a micro-batch in `bad` (a
-    non-finite loss) applies nothing in a correct loop, however it was skipped: by
-    scaler.step(), or by hand before backward(); the others must be applied as planned."""
+    partial windows leak into the next epoch). A window holding a micro-batch in `bad` (an
+    overflowed gradient) applies nothing in a correct loop, however it was skipped: by
+    scaler.step(), or cleared by hand; the others must be applied as planned."""
     if any(u.again for u in ups):
         return None
     seen = [u.window for u in ups if u.step.held and not u.step.skipped]

@@ -1,8 +1,8 @@
 """Feedback true of the learner's code, on loops as real projects write them (issue 40.8).
 
-Each loop goes through the real sandbox (the roomy one: a check takes seconds on a busy
-machine), and what is checked is what the learner reads: the checker's lines, then the
-deck's explanation of each id.
+Each loop goes through the real sandbox (the roomy one: an AMP check runs two scenarios of
+a real GradScaler, which takes seconds on a busy machine), and what is checked is what the
+learner reads: the checker's lines, then the deck's explanation of each id.
 """
 
 from __future__ import annotations
@@ -106,3 +106,73 @@ async def test_updates_of_whole_windows_undivided_are_told_4x(roomy_sandbox):
     assert report.mistakes == ("no_loss_scaling",)
     assert report.feedback == ("the loss was not divided by accumulation_steps (4), so every "
                                "update used gradients 4x too large",)
+
+
+# -- AMP: the overflow is in the scaled gradient, not the loss ----------------------------
+AMP_LOOP = """\
+import math
+import sys
+import torch
+for epoch in range(num_epochs):
+    optimizer.zero_grad()
+    for i, (x, y) in enumerate(dataloader):
+        loss = criterion(model(x), y)
+        {guard}
+        scaler.scale(loss / accumulation_steps).backward()
+{per_micro_batch}        if (i + 1) % accumulation_steps == 0 or i + 1 == len(dataloader):
+{per_window}            optimizer.zero_grad()
+"""
+UPDATE = ["scaler.unscale_(optimizer)",
+          "torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)",
+          "scaler.step(optimizer)", "scaler.update()"]
+
+
+def amp_loop(guard: str, every_micro_batch: bool) -> str:
+    lines = "".join(f"{' ' * (8 if every_micro_batch else 12)}{u}\n" for u in UPDATE)
+    return AMP_LOOP.format(guard=guard, per_micro_batch=lines if every_micro_batch else "",
+                           per_window="" if every_micro_batch else lines)
+
+
+async def test_a_correct_amp_loop_guarding_its_loss_passes(roomy_sandbox):
+    """ConvNeXt's guard: the overflowing micro-batch's loss is finite, as in float16."""
+    code = amp_loop("assert math.isfinite(loss.item()), 'Loss is not finite'", False)
+    report, _ = await shown(roomy_sandbox, code, "amp_clip_loop")
+    assert report.passed and report.mistakes == () and report.status == "ok", report.feedback
+
+
+async def test_a_loss_guard_that_exits_does_not_hide_the_loops_mistake(roomy_sandbox):
+    code = amp_loop("if not math.isfinite(loss.item()):\n            sys.exit(1)", True)
+    report, text = await shown(roomy_sandbox, code, "amp_clip_loop")
+    assert report.status == "ok" and not report.passed
+    assert report.mistakes == ("unscale_and_step_every_micro_batch",)
+    assert "SystemExit" not in text
+
+
+NORM_GUARD = """\
+import math
+for epoch in range(num_epochs):
+    optimizer.zero_grad()
+    for i, (x, y) in enumerate(dataloader):
+        scaler.scale(criterion(model(x), y)).backward()
+        if (i + 1) % accumulation_steps == 0 or i + 1 == len(dataloader):
+            scaler.unscale_(optimizer)
+            norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+            if not math.isfinite(norm):
+                raise SystemExit(1)
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+"""
+
+
+async def test_a_guard_that_stops_at_the_overflow_is_told_in_words(roomy_sandbox):
+    report, _ = await shown(roomy_sandbox, NORM_GUARD, "amp_clip_loop")
+    assert report.status == "error" and not report.passed
+    stop, needless, other = report.feedback
+    assert stop.startswith("line 10: in the scenario where batch 5's gradient overflows")
+    assert "its loss stays finite), the code stopped itself (`SystemExit: 1`)" in stop
+    assert "scaler.step(optimizer) skips an update whose gradients hold inf or NaN" in needless
+    # what the scenario that ran to its end found: the loss was never divided
+    assert report.mistakes == ("no_loss_scaling",)
+    assert other.startswith("in the scenario before it, which has no overflow and ran to its "
+                            "end: the loss was not divided by accumulation_steps (4)")
