@@ -89,15 +89,16 @@ class Trace:
     loss_at: list[int] = field(default_factory=list)  # per loss: len(events) when computed
     backpropagated: set[int] = field(default_factory=set)  # loss ids
     passes: int = 0
+    reach: list[int] = field(default_factory=list)  # per pass: batches it went through
     anomaly: str | None = None
     truncated: bool = False
     final: Vector = field(default_factory=list)
     nonfinite: Step | None = None  # a step that applied inf or NaN: the replay stopped there
     losses: int = 0
     backwards: int = 0
-    # Losses whose gradient the judge's data makes inf or NaN (an AMP scenario's overflow):
+    # Losses whose gradient the judge makes overflow (an AMP scenario's; the loss is finite):
     # ((epoch, batch), how many events the trace held when the loss was computed).
-    nonfinite_losses: list[tuple[tuple[int, int], int]] = field(default_factory=list)
+    overflows: list[tuple[tuple[int, int], int]] = field(default_factory=list)
     hooked: Hooked | None = None  # a hook changed a gradient other than by one factor
 
 

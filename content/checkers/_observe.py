@@ -15,6 +15,8 @@ Nothing depends on the learner's variable names or loop style:
   gradient, weights now): each grad-enabled model output is marked with its input rows, and
   the loss's graph is searched for those marks (open_clip's cached features: only the
   re-run micro-batch's rows get gradient);
+- an AMP scenario's overflowing micro-batch keeps a finite loss, and its backward turns inf
+  (`_tags.Overflow`), as a float16 gradient multiplied by too large a loss scale does;
 - "A" marks that a backward pass reached the parameters' .grad;
 - a hook the learner registers on a parameter (`p.register_hook`) notes what it got and
   gave back, each backward ("H", parameter, gradient before, after);
@@ -99,6 +101,7 @@ class _Recorder:
         self.rows_total = 0
         self.depth = {"C": 0, "R": 0, "G": 0}  # calls in progress: a nested one is the same call
         self.schedulers: dict[int, int] = {}  # id(scheduler) -> its number
+        self.overflow: int | None = None  # the batch whose gradient overflows (set by _build)
 
     def add(self, *event) -> None:
         if len(self.events) < MAX_EVENTS:  # the judge refuses more (a bound on its work)
@@ -315,6 +318,7 @@ def _build(plan: dict, device: str):
     batches = [(x[j].to(device, torch.float32), y[j].to(device, torch.float32))
                for j in range(len(x))]
     recorder.target_ids = {id(t): j for j, (_, t) in enumerate(batches)}
+    recorder.overflow = scn.get("overflow_batch")
     recorder.input_rows = {tuple(row): [j, r] for j, (xb, _) in enumerate(batches)
                            for r, row in enumerate(xb.cpu().tolist())}
     names = {

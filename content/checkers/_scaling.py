@@ -100,8 +100,8 @@ def scaling(trace: Trace, scn: Scenario, ups: list[Update]) -> list[Finding]:
     full = [coef for c, coef, _ in judged if not in_tail(c)] or [j[1] for j in judged]
     part = [coef for c, coef, _ in judged if in_tail(c)]
     if all(close(coef, 1) for _, coef, _ in judged):
-        return [("no_loss_scaling", f"the loss was not divided by accumulation_steps ({a}), "
-                                    f"so every update used gradients {a}x too large")]
+        return [("no_loss_scaling", f"the loss was not divided by accumulation_steps ({a})"
+                                    f"{_undivided(ups, a)}")]
     scale = Counter(full).most_common(1)[0][0]
     if not all(close(s, scale) for s in full):
         text = (f"{what} scaled by varying factors (from {min(full):.3g} to {max(full):.3g}) "
@@ -113,6 +113,23 @@ def scaling(trace: Trace, scn: Scenario, ups: list[Update]) -> list[Finding]:
         text = (f"{what} {factor_text(scale)} where it should be divided by "
                 f"accumulation_steps ({a}): the gradients were {_size(scale * a)}")
     return [("mismatched_scaling", text)]
+
+
+def _undivided(ups: list[Update], a: int) -> str:
+    """What undivided losses did to the updates: each one's gradient is the sum of the
+    micro-batches it held, so the factor is their number, whatever the window was meant to be."""
+    sizes = sorted({len(u.window) for u in ups if u.new})
+    if not sizes:
+        return ", so .grad summed the micro-batches' gradients instead of averaging them"
+    if sizes == [a]:
+        return f", so every update used gradients {a}x too large"
+    if sizes == [1]:
+        return (f"; each update held one micro-batch, so it used that micro-batch's gradient "
+                f"undivided (1x), and an update of a whole window of {a} would sum {a} of "
+                f"them: {a}x their mean")
+    held = ", ".join(f"{k}x with {k}" for k in sizes)
+    return (f", so each update used the sum of the gradients it held instead of their "
+            f"mean: {held} micro-batches")
 
 
 def _clipped_by_hand(judged, sizes) -> bool:

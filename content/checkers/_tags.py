@@ -3,6 +3,8 @@ outputs, so that the judge knows which data each backward() came from. Observati
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import nn
 
@@ -32,6 +34,20 @@ class Rows(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         return grad, None
+
+
+class Overflow(torch.autograd.Function):
+    """Identity on the loss of the micro-batch an AMP scenario overflows: the loss stays
+    finite, its gradient becomes inf or NaN, as a float16 gradient multiplied by too large
+    a loss scale does. The judge predicts it (`_trace`), so a record cannot claim it."""
+
+    @staticmethod
+    def forward(ctx, loss):
+        return loss.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return torch.where(grad != 0, grad * math.inf, grad)  # a zero factor stays zero
 
 
 MAX_NODES = 10_000  # graph nodes searched for the marks of one loss
@@ -68,11 +84,19 @@ class Criterion(nn.MSELoss):
         live = live_rows(input)
         if batch is not None and live is not None and (
                 not live or sorted(live) == [[batch, r] for r in range(recorder.bs)]):
-            return Tap.apply(loss, recorder, recorder.on_loss(batch))
+            return Tap.apply(overflowed(loss, [batch], recorder), recorder,
+                             recorder.on_loss(batch))
         rows = recorder.rows_of(target)
         if rows and live and {tuple(r) for r in live} <= {tuple(r) for r in rows}:
             loss_id = recorder.on_rows(rows, live)
-            return loss if loss_id is None else Tap.apply(loss, recorder, loss_id)
+            return loss if loss_id is None else Tap.apply(
+                overflowed(loss, [j for j, _ in live], recorder), recorder, loss_id)
         if batch is None:  # the judge cannot tell which data this loss came from
             return loss
-        return Tap.apply(loss, recorder, recorder.on_loss(batch))
+        return Tap.apply(overflowed(loss, [batch], recorder), recorder,
+                         recorder.on_loss(batch))
+
+
+def overflowed(loss, batches: list[int], recorder):
+    """The loss, whose gradient overflows if it reaches the scenario's overflowing batch."""
+    return Overflow.apply(loss) if recorder.overflow in batches else loss

@@ -16,10 +16,10 @@ Finding = tuple[str | None, str]
 
 
 def timing(trace: Trace, scn: Scenario, ups: list[Update]) -> list[Finding]:
-    missing = _nonfinite_stepped(trace, scn, ups) or _unbackpropagated(trace, ups)
+    missing = _unbackpropagated(trace, ups)
     if missing:
         return [missing]
-    bad = frozenset(key for key, _ in trace.nonfinite_losses)
+    bad = frozenset(key for key, _ in trace.overflows)
     # A window whose inf a hook clamped away (`clip_in_grad_hook`) was applied as any other.
     plan = matching_plan(ups, scn, trace.passes, bad) or (
         matching_plan(ups, scn, trace.passes) if bad else None)
@@ -30,36 +30,11 @@ def timing(trace: Trace, scn: Scenario, ups: list[Update]) -> list[Finding]:
     return []
 
 
-def _nonfinite_stepped(trace: Trace, scn: Scenario, ups: list[Update]) -> Finding | None:
-    """A non-finite loss kept out of backward() (`if not torch.isfinite(loss): continue`)
-    while the rest of its window still reached an update. Skipping it is what the scaler
-    would do only when the whole window applies nothing: dropped (cleared, not stepped)
-    or skipped by scaler.step(); that is judged with the windows."""
-    done = {(c.epoch, c.batch) for c in trace.contribs}
-    update_of = {id(u.step): u for u in ups}
-    for (epoch, batch), at in trace.nonfinite_losses:
-        if (epoch, batch) in done:
-            continue
-        after = next((e for e in trace.events[at:] if isinstance(e, Step | Clear)), None)
-        if not isinstance(after, Step) or after.skipped or not update_of[id(after)].new:
-            continue
-        used = [c.batch + 1 for c in update_of[id(after)].new]
-        return ("nonfinite_loss_window_stepped",
-                f"in epoch {epoch}, batch {batch + 1}'s loss was not finite (an inf target) "
-                f"and the code skipped its backward(), but the update after batch "
-                f"{after.pos} still applied the rest of its window ({span(used)}): neither "
-                f"the large-batch update nor what scaler.step() does, which skips the "
-                f"whole window's update. "
-                f"When a loss is not finite, drop its window: clear .grad at the window's "
-                f"end and do not step it")
-    return None
-
-
-def _dropped_with_a_nonfinite_loss(trace: Trace) -> set[tuple[int, int]]:
-    """Losses left out of backward() in a window that a non-finite loss made the loop drop
-    (no step applied it): the rest of a skipped window need not be backpropagated."""
+def _dropped_with_an_overflow(trace: Trace) -> set[tuple[int, int]]:
+    """Losses left out of backward() in a window that an overflowed gradient made the loop
+    drop (no step applied it): the rest of a skipped window need not be backpropagated."""
     ends = [i for i, e in enumerate(trace.events) if isinstance(e, Step | Clear)]
-    bad = sorted(at for _, at in trace.nonfinite_losses)
+    bad = sorted(at for _, at in trace.overflows)
     dropped = set()
     for key, at in zip(trace.loss_batches, trace.loss_at, strict=True):
         k = bisect_left(ends, at)  # ends[k]: the first step or clear after the loss
@@ -75,10 +50,9 @@ def _dropped_with_a_nonfinite_loss(trace: Trace) -> set[tuple[int, int]]:
 
 def _unbackpropagated(trace: Trace, ups: list[Update]) -> Finding | None:
     """Micro-batches whose loss was computed but never went through backward(), in windows
-    that were stepped (a dropped tail window may skip backward(), as it may be cleared; a
-    non-finite loss is judged by `_nonfinite_stepped`)."""
-    done = {(c.epoch, c.batch) for c in trace.contribs} | {
-        key for key, _ in trace.nonfinite_losses} | _dropped_with_a_nonfinite_loss(trace)
+    that were stepped (a dropped tail window may skip backward(), as it may be cleared, and
+    so may the rest of a window dropped for its overflow)."""
+    done = {(c.epoch, c.batch) for c in trace.contribs} | _dropped_with_an_overflow(trace)
     last_step = {}
     for u in ups:
         last_step[u.step.epoch] = max(last_step.get(u.step.epoch, 0), u.step.pos)
@@ -134,8 +108,8 @@ def classify(positions: list[int], scn: Scenario) -> Finding | None:
         inverted = skipped == list(range(skipped[0], n + 1, a))
         return ("wrong_update_frequency",
                 f"{at} after every micro-batch except {span(skipped)}, instead of only {want}"
-                + (": the window condition is inverted (`if i % accumulation_steps:` is true "
-                   "on every batch but each accumulation_steps-th)" if inverted else ""))
+                + (": the opposite of the window ends, as if the window condition were "
+                   "inverted" if inverted else ""))
     return ("wrong_update_frequency", f"{at} after batches {runs(positions)} instead of {want}")
 
 

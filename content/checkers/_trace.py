@@ -9,11 +9,11 @@ weights are followed too: they may change only in optimizer.step(), by what plai
 makes of the .grad that step saw. So events that claim a correct loop without its
 training (weights that never move, or a correct final copied in) do not add up.
 
-A gradient the judge's own data makes overflow (an AMP scenario) is followed as the scaler
-treats it: while .grad holds it, .grad is compared with nothing, unscaling is what
+A gradient the judge makes overflow (an AMP scenario's micro-batch) is followed as the
+scaler treats it: while .grad holds it, .grad is compared with nothing, unscaling is what
 GradScaler does, a scaler.step() is a skipped update (`Step.skipped`), and an
 optimizer.step() on it ends the replay (`Trace.nonfinite`). A record cannot claim an overflow
-the judge's data has not made.
+the judge has not made.
 
 The judge's own work is bounded too: a record longer than MAX_EVENTS is refused, the replay
 stops at the first anomaly (the diagnosis tells only that one; later events are only
@@ -75,6 +75,7 @@ PARAM_SLICES = ((0, N_WEIGHTS - 1), (N_WEIGHTS - 1, N_WEIGHTS))  # weight, bias
 class _Replay:
     def __init__(self, scn: Scenario, x: list, y: list, w0: Vector):
         self.scn, self.x, self.y = scn, x, y
+        self.overflow = getattr(scn, "overflow_batch", None)
         self.weights = list(w0)  # where the weights must be now, if only SGD moved them
         self.trace = Trace()
         self.fetch_epoch: dict[int, int] = {}
@@ -123,12 +124,16 @@ class _Replay:
         j = _index(j, self.scn.n_batches)
         if j == 0:
             self.trace.passes += 1
+            self.trace.reach.append(0)
+        if self.trace.reach:
+            self.trace.reach[-1] = max(self.trace.reach[-1], j + 1)
         self.fetch_epoch[j] = self.trace.passes
 
     def loss(self, batch, weights) -> None:
         batch, w = _index(batch, self.scn.n_batches), _vector(weights)
         self.follow(w)
-        self.add_loss(batch_grad(w, self.x[batch], self.y[batch]), batch)
+        self.add_loss(self.overflowing([batch]) or batch_grad(w, self.x[batch], self.y[batch]),
+                      batch)
 
     def rows(self, rows, live, weights) -> None:
         """A loss over `rows` ([batch, row] each) whose gradient flows through `live` only."""
@@ -151,8 +156,13 @@ class _Replay:
         pieces = [(j, None if sorted(rs) == list(range(bs)) else tuple(sorted(rs)))
                   for j, rs in sorted(by_batch.items())]
         self.pieces[len(self.grads)] = (pieces, bs / len(rows))
-        self.add_loss(batch_grad(w, [self.x[j][r] for j, r in live],
-                                 [self.y[j][r] for j, r in live], len(rows)), max(by_batch))
+        self.add_loss(self.overflowing(by_batch) or batch_grad(
+            w, [self.x[j][r] for j, r in live], [self.y[j][r] for j, r in live], len(rows)),
+            max(by_batch))
+
+    def overflowing(self, batches) -> Vector | None:
+        """The gradient of a loss that reaches the scenario's overflowing batch: inf."""
+        return [math.inf] * N_WEIGHTS if self.overflow in batches else None
 
     def add_loss(self, grad: Vector, batch: int) -> None:
         self.grads.append(grad)
@@ -160,7 +170,7 @@ class _Replay:
         self.last_loss = len(self.grads) - 1
         self.trace.loss_at.append(len(self.trace.events))
         if not all(map(math.isfinite, self.grads[-1])):
-            self.trace.nonfinite_losses.append((self.trace.loss_batches[-1],
+            self.trace.overflows.append((self.trace.loss_batches[-1],
                                                 len(self.trace.events)))
 
     def backward(self, loss_id, scale, grads) -> None:

@@ -106,9 +106,9 @@ def _plans(scn: Scenario, epochs: int) -> Iterator[tuple[str, Iterator[Window]]]
 def matching_plan(ups: list[Update], scn: Scenario, epochs: int,
                   bad: frozenset[Key] = frozenset()) -> str | None:
     """The name of the correct plan the updates follow exactly, if any ("epoch/leak": the
-    partial windows leak into the next epoch). A window holding a micro-batch in `bad` (a
-    non-finite loss) applies nothing in a correct loop, however it was skipped: by
-    scaler.step(), or by hand before backward(); the others must be applied as planned."""
+    partial windows leak into the next epoch). A window holding a micro-batch in `bad` (an
+    overflowed gradient) applies nothing in a correct loop, however it was skipped: by
+    scaler.step(), or cleared by hand; the others must be applied as planned."""
     if any(u.again for u in ups):
         return None
     seen = [u.window for u in ups if u.step.held and not u.step.skipped]
@@ -116,6 +116,29 @@ def matching_plan(ups: list[Update], scn: Scenario, epochs: int,
         if all(a == b for a, b in zip_longest(seen, (w for w in plan if bad.isdisjoint(w)))):
             return name
     return None
+
+
+def restarted(trace: Trace, scn: Scenario) -> tuple[str, str] | None:
+    """A new iterator over dataloader for each update or micro-batch: every pass over it
+    starts at its first batch, so passes cut short again and again train on the same first
+    micro-batches, and the rest of the data is never used. (A single cut pass, a peek at
+    the first batch, is not this.)"""
+    n = scn.n_batches
+    trained = {c.epoch for c in trace.contribs}
+    cut = [k for k, reached in enumerate(trace.reach, 1) if reached < n and k in trained]
+    if trace.passes <= scn.num_epochs or len(cut) < 2:
+        return None
+    used = sorted({c.batch + 1 for c in trace.contribs})
+    never = [b for b in range(1, n + 1) if b not in used]
+    return ("restarted_iterator",
+            f"dataloader was started over from its first batch {trace.passes} times in "
+            f"{scn.num_epochs} epochs, "
+            f"{'each time' if len(cut) == trace.passes else count(len(cut), 'time')} after "
+            f"at most {max(trace.reach[k - 1] for k in cut)} of its {n} micro-batches: "
+            f"every update trained on {span(used)} again"
+            + (f", and {span(never)} never reached backward()" if never else "")
+            + ". A new iterator over dataloader begins at its first batch: make one "
+              "iterator per epoch and take each window's micro-batches from it in turn")
 
 
 # -- text --------------------------------------------------------------------------------------

@@ -8,15 +8,16 @@ and the clearing are judged exactly as on the plain card (`train_loop.diagnose`,
 window plan passes); on top of that (`_amp`): the loss goes through scaler.scale(), each
 update's gradients are clipped once, after they were unscaled, to max_norm (every clip of
 an update is checked, not only the last), the backward() gets the scaled loss, and the step
-goes through scaler.step(). The second scenario overflows (one micro-batch's target is inf,
-so its gradient is, every epoch): a correct loop's scaler.step() skips that window's update,
-and optimizer.step() on it ends the judging with what it did to the weights. A loop may
-skip the non-finite loss itself (`if not torch.isfinite(loss)`) when the whole window then
-applies nothing, as scaler.step() would; stepping the rest of the window is
-`nonfinite_loss_window_stepped`. Clips to another threshold than max_norm, however many, are
-`wrong_clip_threshold`. A loop that
-calls the scaler out of order makes torch raise; that error is told in plain words, with the
-mistake behind it when the calls before it show one (`_scaler_errors`).
+goes through scaler.step(). The second scenario overflows as float16 does: one micro-batch's
+loss is finite, but its scaled gradient is inf, every epoch. A correct loop's scaler.step()
+skips that window's update (a loop may also clear the window by hand, applying nothing), and
+optimizer.step() on it ends the judging with what it did to the weights. A guard on the loss
+(`assert math.isfinite(loss)`) sees nothing wrong, so such a loop is judged on what it does;
+a guard that stops the code at the overflow (on the gradient's norm, say) is told in words,
+with what the scenario before it found (`stopped`). Clips to another threshold than
+max_norm, however many, are `wrong_clip_threshold`. A loop that calls the scaler out of
+order makes torch raise; that error is told in plain words, with the mistake behind it when
+the calls before it show one (`_scaler_errors`).
 
 Autocast stays off in the child (as on the plain card): the card judges the order of scaling,
 unscaling, clipping and stepping, not the rounding of float16.
@@ -56,13 +57,13 @@ MISTAKES = (
     "no_loss_scaling", "mismatched_scaling", "optimizer_step_instead_of_scaler_step",
     "backward_without_scaler", "step_every_batch", "unscale_and_step_every_micro_batch",
     "off_by_one_modulo", "wrong_update_frequency", "zero_grad_every_batch",
-    "missing_zero_grad", "missing_backward", "nonfinite_loss_window_stepped",
+    "missing_zero_grad", "missing_backward",
     "step_before_backward", "missing_scaler_update",
     "unscale_every_micro_batch", "clip_before_unscale", "wrong_clip_threshold",
     "clip_every_micro_batch",
     "clip_after_step",
     "lr_scaled_instead_of_loss", "scheduler_every_micro_batch", "clip_in_grad_hook",
-    "leftover_gradients",
+    "leftover_gradients", "restarted_iterator",
 )
 WARNINGS = {"leftover_gradients"}
 
@@ -89,11 +90,45 @@ def judge(observations, salt: int = 0) -> dict:
     if observations.get("error") is not None:
         k = max(len(observed) - 1, 0)  # the scenario the code raised in
         trace = replay(SCENARIOS[k], data[k], observed[k]) if observed else None
-        return error_result(observations["error"],
-                            explain(observations["error"], trace, SCENARIOS[k]))
+        error, scn = observations["error"], SCENARIOS[k]
+        explained = explain(error, trace, scn)
+        if explained is None and trace is not None and _stopped_at_overflow(error, trace, scn):
+            return stopped(error, scn, [
+                diagnose(replay(other, planned, obs), other)
+                for other, planned, obs in zip(SCENARIOS[:k], data, observed[:k], strict=False)])
+        return error_result(error, explained)
     return verdict((diagnose(replay(scn, planned, obs), scn)
                     for scn, planned, obs in zip(SCENARIOS, data, observed, strict=True)),
                    MISTAKES, WARNINGS)
+
+
+# What a learner's own guard raises to stop training (assert, sys.exit, raise).
+GUARD_ERRORS = ("AssertionError", "SystemExit", "FloatingPointError")
+
+
+def _stopped_at_overflow(error: dict, trace: Trace, scn: AmpScenario) -> bool:
+    """Whether the code stopped itself once the overflowing gradient had reached .grad."""
+    return str(error.get("type")) in GUARD_ERRORS and any(
+        c.scale and c.batch == scn.overflow_batch for c in trace.contribs)
+
+
+def stopped(error: dict, scn: AmpScenario, earlier: list[list[Finding]]) -> dict:
+    """The code's own guard ended the run at the overflow: told in words, with what the
+    scenarios before it, which ran to their end, were found to do."""
+    result = error_result(error, (None, (
+        f"in the scenario where batch {scn.overflow_batch + 1}'s gradient overflows every "
+        f"epoch (inf, as a float16 gradient multiplied by too large a loss scale can be, "
+        f"while its loss stays finite), the code stopped itself")))
+    result["feedback"].append(
+        "a GradScaler loop needs no guard there: scaler.step(optimizer) skips an update whose "
+        "gradients hold inf or NaN, and scaler.update() lowers the scale, so training goes on; "
+        "the rest of that scenario was not judged")
+    before = verdict(earlier, MISTAKES, WARNINGS)
+    result["mistakes"] = before["mistakes"]
+    result["feedback"] += [f"in the scenario before it, which has no overflow and ran to its "
+                           f"end: {text}" for text in before["feedback"]] or [
+        "the scenario before it, which has no overflow, ran to its end with correct updates"]
+    return result
 
 
 progressed = train_loop.progressed  # a backward() or a step (as for any train loop)

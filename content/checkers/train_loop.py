@@ -24,6 +24,8 @@ Decisions:
 - A tensor hook on a parameter is judged by what it did to each backward()'s gradient
   (`_hooks`): one factor on every parameter is gradient-side scaling; a clamp clips each
   micro-batch separately (`clip_in_grad_hook`).
+- A new iterator over dataloader for each update or micro-batch (passes cut short again
+  and again) is `restarted_iterator`; the passes and windows it made are not told apart.
 - One mistake gives one finding: scaling and timing are judged separately, and timing findings
   that are consequences of another (e.g. leftovers of a wrong window size) are not reported.
 - Behaviour no listed mistake explains fails with feedback that says what was observed, but
@@ -40,7 +42,7 @@ from content.checkers._scenario import Scenario, plans
 from content.checkers._timing import timing, transforms
 from content.checkers._trace import Trace, replay
 from content.checkers._verdict import Finding, error_result, scenarios, trained, verdict
-from content.checkers._windows import count, updates
+from content.checkers._windows import count, restarted, updates
 
 # Each scenario's accumulation_steps differs from its batch_size, num_epochs and length, and
 # the two scenarios differ from each other, so a wrong name or a hard-coded number shows.
@@ -55,6 +57,7 @@ MISTAKES = (
     "wrong_update_frequency", "zero_grad_every_batch", "missing_zero_grad", "missing_backward",
     "step_before_backward", "lr_scaled_instead_of_loss", "clip_every_micro_batch",
     "scheduler_every_micro_batch", "clip_in_grad_hook", "leftover_gradients",
+    "restarted_iterator",
 )
 WARNINGS = {"leftover_gradients"}
 
@@ -109,15 +112,18 @@ def diagnose(trace: Trace, scn: Scenario) -> list[Finding]:
                        "stopped recording it): train num_epochs epochs over dataloader once")]
     if trace.anomaly:
         return [(None, trace.anomaly)]
-    findings: list[Finding] = []
-    if trace.passes != scn.num_epochs:
-        findings.append((None, f"the code went over dataloader "
-                               f"{count(trace.passes, 'time')} instead of num_epochs = "
-                               f"{scn.num_epochs} times"))
     ups = updates(trace)
     scale = scaling(trace, scn, ups)
     rate = learning_rate(scn, ups, unscaled=any(m == "no_loss_scaling" for m, _ in scale))
     if any(m == "lr_scaled_instead_of_loss" for m, _ in rate):
         scale = []  # the same unscaled loss, told as the fix that was tried
     hooked = [finding(trace.hooked, scn.accumulation_steps)] if trace.hooked else []
+    restart = restarted(trace, scn)
+    if restart:  # the passes and the windows it made follow from it
+        return [restart] + scale + rate + transforms(trace) + hooked
+    findings: list[Finding] = []
+    if trace.passes != scn.num_epochs:
+        findings.append((None, f"the code went over dataloader "
+                               f"{count(trace.passes, 'time')} instead of num_epochs = "
+                               f"{scn.num_epochs} times"))
     return findings + scale + rate + timing(trace, scn, ups) + transforms(trace) + hooked

@@ -1,6 +1,6 @@
-"""The AMP checker's overflowing scenario: one micro-batch's gradient is inf, as a float16
-one can be; a correct loop's scaler.step() skips that update, and what else a loop does
-with it is judged from the judge's own data only."""
+"""The AMP checker's overflowing scenario: one micro-batch's gradient is inf while its loss
+stays finite, as a float16 one can be; a correct loop's scaler.step() skips that update, and
+what else a loop does with it is judged from the judge's own data only."""
 
 from __future__ import annotations
 
@@ -50,9 +50,25 @@ def test_a_forged_scale_in_an_overflowed_window_is_judged_without_a_crash(scale)
     assert judge(observed)["status"] == "ok"
 
 
-# A non-finite loss skipped before backward(), a common guard in real loops. The second
-# scenario's inf target (batch 5, in the window of batches 4-6) makes the loss inf.
-GUARD = "        if not torch.isfinite(loss):\n            {then}\n"
+def test_the_overflow_is_in_the_gradient_while_the_loss_stays_finite():
+    """As float16's: only the second scenario's batch 5 overflows, in backward()."""
+    probe = """\
+import math
+for epoch in range(num_epochs):
+    for i, (x, y) in enumerate(dataloader):
+        loss = criterion(model(x), y)
+        assert math.isfinite(loss.item()), f"loss {i + 1}"
+        scaler.scale(loss).backward()
+        assert all(p.grad.isfinite().all() for p in model.parameters()), f"grad {i + 1}"
+        optimizer.zero_grad()
+"""
+    observed = observe(probe, plan())
+    assert len(observed["scenarios"]) == 2 and SCENARIOS[1].overflow_batch == 4
+    assert (observed["error"]["type"], observed["error"]["message"]) == ("AssertionError",
+                                                                         "grad 5")
+
+
+# Dropping the overflowed window by hand: the gradient is checked after each backward().
 SKIP_WINDOW = """\
 import torch
 for epoch in range(num_epochs):
@@ -60,9 +76,8 @@ for epoch in range(num_epochs):
     bad_window = False
     for i, (inputs, labels) in enumerate(dataloader):
         loss = criterion(model(inputs), labels) / accumulation_steps
-        if torch.isfinite(loss):
-            scaler.scale(loss).backward()
-        else:
+        scaler.scale(loss).backward()
+        if not all(p.grad.isfinite().all() for p in model.parameters()):
             bad_window = True  # this window is not applied
         if (i + 1) % accumulation_steps == 0 or i + 1 == len(dataloader):
             if bad_window:
@@ -77,27 +92,94 @@ for epoch in range(num_epochs):
 """
 
 
-def _guarded(then: str) -> str:
-    backward = "        scaler.scale(loss).backward()\n"
-    return REFERENCE.replace(backward, GUARD.format(then=then) + backward)
-
-
-def test_a_window_with_a_non_finite_loss_dropped_by_hand_passes():
+def test_a_window_with_an_overflow_dropped_by_hand_passes():
     """The updates are the scaler's: the overflowing window applies nothing, the others are
     the large-batch ones. Skipping the rest of the window's backward() passes too."""
     assert check(SKIP_WINDOW)["passed"], check(SKIP_WINDOW)["feedback"]
-    rest_skipped = SKIP_WINDOW.replace("        if torch.isfinite(loss):",
-                                       "        if torch.isfinite(loss) and not bad_window:")
-    assert check(rest_skipped)["passed"]
+    rest_skipped = SKIP_WINDOW.replace("        scaler.scale(loss).backward()\n",
+                                       "        if not bad_window:\n"
+                                       "            scaler.scale(loss).backward()\n")
+    assert rest_skipped != SKIP_WINDOW and check(rest_skipped)["passed"]
+    # Stepping what is left after clearing at the overflow loses the window's start.
+    cleared = SKIP_WINDOW.replace("            bad_window = True  # this window is not applied",
+                                  "            optimizer.zero_grad()")
+    result = check(cleared)
+    assert result["mistakes"] == ["zero_grad_every_batch"], result["feedback"]
+    assert "the next update saw only 1 micro-batch instead of 3" in result["feedback"][0]
 
 
-def test_a_non_finite_loss_skipped_while_its_window_is_still_stepped_fails():
-    result = check(_guarded("continue"))
-    assert result["mistakes"] == ["nonfinite_loss_window_stepped"] and not result["passed"]
-    (text,) = result["feedback"]
-    assert "batch 5's loss was not finite" in text
-    assert "the update after batch 6 still applied the rest of its window (batches 4, 6)" in text
-    # Clearing at the inf loss, then stepping what is left: the window's start is lost.
-    cleared = check(_guarded("optimizer.zero_grad()\n            continue"))
-    assert cleared["mistakes"] == ["zero_grad_every_batch"]
-    assert "the next update saw only 1 micro-batch instead of 3" in cleared["feedback"][0]
+GUARD = "        if not torch.isfinite(loss):\n            {then}\n"
+
+
+@pytest.mark.parametrize("then", ["continue", "optimizer.zero_grad()\n            continue",
+                                  "raise SystemExit(1)"])
+def test_a_guard_on_the_loss_sees_no_overflow_and_the_loop_is_judged(then):
+    backward = "        scaler.scale(loss).backward()\n"
+    guarded = REFERENCE.replace(backward, GUARD.format(then=then) + backward)
+    assert check(guarded)["passed"], check(guarded)["feedback"]
+
+
+def test_a_loss_guard_does_not_hide_stepping_every_micro_batch():
+    """ConvNeXt's guard, sys.exit(1) on a non-finite loss, in a loop that unscales, clips and
+    steps every micro-batch: its mistake is named, not a SystemExit."""
+    result = check(EXIT_ON_LOSS)
+    assert result["status"] == "ok" and not result["passed"]
+    assert result["mistakes"] == ["unscale_and_step_every_micro_batch"], result["feedback"]
+
+
+EXIT_ON_LOSS = """\
+import math
+import sys
+for epoch in range(num_epochs):
+    optimizer.zero_grad()
+    for i, (x, y) in enumerate(dataloader):
+        loss = criterion(model(x), y)
+        if not math.isfinite(loss.item()):
+            sys.exit(1)
+        scaler.scale(loss / accumulation_steps).backward()
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+        scaler.step(optimizer)
+        scaler.update()
+        if (i + 1) % accumulation_steps == 0 or i + 1 == len(dataloader):
+            optimizer.zero_grad()
+"""
+# A guard on the clipped norm, which is inf after an overflow, stops the second scenario.
+NORM_GUARD = """\
+import math
+for epoch in range(num_epochs):
+    optimizer.zero_grad()
+    for i, (x, y) in enumerate(dataloader):
+        scaler.scale(criterion(model(x), y){scale}).backward()
+        if (i + 1) % accumulation_steps == 0 or i + 1 == len(dataloader):
+            scaler.unscale_(optimizer)
+            norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+            {guard}
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+"""
+
+
+@pytest.mark.parametrize("guard, kind", [("assert math.isfinite(norm)", "AssertionError"),
+                                         ("if not math.isfinite(norm): exit(1)", "SystemExit")])
+def test_a_guard_that_stops_at_the_overflow_is_told_with_the_other_scenarios_findings(guard,
+                                                                                      kind):
+    result = check(NORM_GUARD.format(scale="", guard=guard))
+    assert result["status"] == "error" and not result["passed"]
+    assert result["error"]["type"] == kind and result["error"]["line"] == 9
+    stop, needless, other = result["feedback"]
+    assert stop.startswith("line 9: in the scenario where batch 5's gradient overflows")
+    assert "the code stopped itself" in stop and f"`{kind}" in stop
+    assert "scaler.step(optimizer) skips an update" in needless
+    # The first scenario, which has no overflow, ran to its end: its own mistake is named.
+    assert result["mistakes"] == ["no_loss_scaling"]
+    assert other.startswith("in the scenario before it") and "4x too large" in other
+
+
+def test_a_stopped_loop_whose_other_scenario_was_right_is_told_so():
+    result = check(NORM_GUARD.format(scale=" / accumulation_steps",
+                                     guard="assert math.isfinite(norm)"))
+    assert result["status"] == "error" and result["mistakes"] == []
+    assert result["feedback"][-1] == ("the scenario before it, which has no overflow, ran to "
+                                      "its end with correct updates")

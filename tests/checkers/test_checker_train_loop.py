@@ -178,6 +178,16 @@ BUGGY = {
     "two_mistakes": (variant(("(i + 1) % accumulation_steps", "i % accumulation_steps"),
                              (" / accumulation_steps\n", "\n")),
                      ["no_loss_scaling", "off_by_one_modulo"]),
+    # A fresh iterator for each update: every update trains on the first micro-batches.
+    "iterator_per_update": ("""\
+from itertools import islice
+for epoch in range(num_epochs):
+    for update in range(len(dataloader) // accumulation_steps):
+        for x, y in islice(dataloader, accumulation_steps):
+            (criterion(model(x), y) / accumulation_steps).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+""", ["restarted_iterator"]),
 }
 
 

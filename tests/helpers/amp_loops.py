@@ -101,6 +101,11 @@ for epoch in range(num_epochs):
             scaler.step(optimizer)
             scaler.update()
 """,
+    # ConvNeXt's guard: the overflow is in the scaled gradient, the loss stays finite.
+    "loss_guarded_by_an_assert": variant(
+        ("import torch\n", "import math\nimport torch\n"),
+        (BACKWARD, "        assert math.isfinite(loss.item()), f'Loss is {loss.item()}'\n"
+                   + BACKWARD)),
     "forward_under_autocast": variant(
         ("        loss = criterion(model(inputs), labels) / accumulation_steps\n",
          "        with torch.autocast(device_type=device, dtype=torch.bfloat16):\n"
@@ -141,11 +146,6 @@ BUGGY = {
                 (STEP, "            if torch.isfinite(norm):\n"
                        "                optimizer.step()\n")),
         ["optimizer_step_instead_of_scaler_step"]),
-    # A non-finite loss kept out of backward() while its window is stepped all the same.
-    "nonfinite_loss_skipped_window_stepped": (
-        variant((BACKWARD, "        if not torch.isfinite(loss):\n            continue\n"
-                           + BACKWARD)),
-        ["nonfinite_loss_window_stepped"]),
     "scaled_loss_thrown_away": (
         variant((BACKWARD, "        scaler.scale(loss)\n        loss.backward()\n")),
         ["backward_without_scaler"]),
@@ -184,4 +184,9 @@ BUGGY = {
         variant((" or i + 1 == len(dataloader)", ""), ("    optimizer.zero_grad()\n    for",
                                                        "    for")),
         ["leftover_gradients"]),
+    "iterator_per_micro_batch": (
+        variant(("    for i, (inputs, labels) in enumerate(dataloader):\n",
+                 "    for i in range(len(dataloader)):\n"
+                 "        inputs, labels = next(iter(dataloader))\n")),
+        ["restarted_iterator"]),
 }
