@@ -31,6 +31,10 @@ BEYOND_SEED_IDS = ["scheduler-steps", "scheduler-placement", "clip-placement", "
 # Issue 24 point 8: token-weighted losses, the effective batch, frameworks, bf16.
 BEYOND_SEED_IDS += ["token-loss-denominator", "padded-mean-over-k", "effective-batch",
                     "accelerate-contract", "deepspeed-contract", "bf16-no-scaler"]
+# Issue 40 point 11: what engineers ship wrong beside accumulation.
+BEYOND_SEED_IDS += ["ema-per-update", "window-loss-logging", "bf16-grad-accumulation",
+                    "checkpointing-with-accumulation", "accelerate-scheduler-steps",
+                    "fsdp-no-sync-memory"]
 # Names the beyond-the-seed cards' code may use besides the code card's given names.
 BEYOND_SEED_NAMES = {"scheduler", "max_norm", "scaler", "torch"}
 GIVEN_NAMES = [
@@ -155,7 +159,7 @@ def test_task5_offers_three_candidates_of_each_type_per_blank(deck):
     # second setting named after the topic keeps `accumulation_steps` from standing out.
     card = deck.card("gradient-accumulation/full-loop")
     assert sorted(chip.text for chip in card.chips) == [
-        "accumulated_samples", "accumulation_steps", "backward", "batch_size", "num_epochs",
+        "accumulation_samples", "accumulation_steps", "backward", "batch_size", "num_epochs",
         "step", "zero_grad"]
     window = next(blank for blank in card.blanks if blank.id == "window")
     assert window.wrong["batch_size"].mistake == "wrong_update_frequency"

@@ -294,13 +294,13 @@ def test_solver_echo_and_slot_type_tricks():
 
 
 def test_solver_on_fair_cards_does_not_beat_chance():
-    # The key is never the longest choice, no choice echoes the prompt or hint, and none
-    # stands apart in form (each starts with an article) or names the deck.
+    # The key is neither the longest choice nor the shortest, no choice echoes the prompt or
+    # hint, and none stands apart in form (each starts with an article) or names the deck.
     fair = deck(
-        fill_in("optimizer.[[method]]()", ["step", "zero_grad", "backward", "eval"],
+        fill_in("optimizer.[[method]]()", ["step", "zero_grad", "backward", "add"],
                 {"method": "step"}, prompt="Complete the update.",
                 hint="Which optimizer call applies the stored gradients?"),
-        mcq("A memory limit", ["A new architecture", "A higher learning rate"],
+        mcq("A memory limit", ["A new model", "A higher learning rate"],
             prompt="What limits the batch size on one GPU?", hint="Think hardware."),
     )
     results = blind_solver.solve(fair)
@@ -330,14 +330,24 @@ def test_bundled_deck_gives_no_answer_away(path):
     assert not problems, f"{path} gives answers away:\n{listing}"
 
 
+# A trick judged on the items where it tells choices apart needs this many of them to be
+# judged there (fewer: the per-card checks of content.giveaways judge it).
+APPLIED_MIN_ITEMS = 8
+
+
 @pytest.mark.parametrize("path", BUNDLED, ids=[p.stem for p in BUNDLED])
-def test_blind_solver_does_not_beat_chance(path):
+def test_blind_solver_stays_near_chance_on_both_sides(path):
+    """Two-sided: a trick far below chance gives answers away as well, since ruling out
+    what it picks ("the key is never the longest") beats chance."""
     d = _structural(path)
     results = blind_solver.solve(d)
     print(blind_solver.report(d, results))
-    beaten = [r for r in results.values() if r.margin > MAX_MARGIN]
-    assert not beaten, (
-        f"tricks beat chance by more than {MAX_MARGIN:.0%}:\n" + blind_solver.report(d, results))
+    off = [r.trick for r in results.values() if abs(r.margin) > MAX_MARGIN]
+    off += [f"{r.trick} where it applies" for r in results.values()
+            if len(r.applied) >= APPLIED_MIN_ITEMS and abs(r.applied_margin) > MAX_MARGIN]
+    assert not off, (
+        f"tricks more than {MAX_MARGIN:.0%} from chance ({', '.join(off)}):\n"
+        + blind_solver.report(d, results))
 
 
 def test_solver_leaves_the_deck_untouched():

@@ -12,26 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from content.giveaways import chip_kind, words_with_parts
-
-# Suffixes stripped so that "accumulate", "accumulated" and "accumulation" meet, and
-# "gradients" meets "gradient". Longest first; one strip per word.
-_SUFFIXES = ("ations", "ation", "ating", "ated", "ates", "ate", "ings", "ing", "ed", "es",
-             "s", "e")
-_MIN_STEM = 4
-
-
-def stem(word: str) -> str:
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_STEM:
-            return word[: -len(suffix)]
-    return word
-
-
-def stems(text: str | None) -> set[str]:
-    """The stems of `words_with_parts`: identifier parts included, suffixes stripped."""
-    return {stem(word) for word in words_with_parts(text)}
-
+from content.giveaways import chip_kind, stem, stems  # noqa: F401 (stem: re-exported)
 
 _TOKEN_RE = re.compile(r"[a-z0-9_']+")
 NEGATIONS = frozenset("no not never nothing none without cannot can't doesn't don't isn't "
