@@ -85,7 +85,18 @@ def sandbox_judge():
     sandbox.stop()
 
 
+# How long SimCord waits for the bot to settle after an event: a bound for a hung bot, not
+# a timing. Its 5 s default was passed by a whole-deck upload on the 2-core box with other
+# suites running (the wait ends as soon as the bot settles).
+SIMCORD_SETTLE_S = 60
+
+
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "simcord_env" in getattr(item, "fixturenames", ()):
+            marker = item.get_closest_marker("simcord")
+            item.add_marker(pytest.mark.simcord(
+                **{"settle_timeout": SIMCORD_SETTLE_S, **(marker.kwargs if marker else {})}))
     if os.environ.get("TEST_POSTGRES_URL"):
         skip = pytest.mark.skip(reason="SQLite specifics; this run is against PostgreSQL")
         for item in items:
