@@ -21,7 +21,7 @@ import yaml
 
 from content.draft_guesses import Draft, slug
 from content.draft_yaml import emit, plain
-from content.giveaways import ALLOW_PRAGMA
+from content.giveaway_words import ALLOW_PRAGMA
 from content.loader import DeckError, parse_deck
 from content.practice_page import read_page
 from content.schema import SLUG_RE

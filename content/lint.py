@@ -13,7 +13,8 @@ from typing import Any
 from content import checkers
 from content.checkers.behaviour import MAX_GIVEN, NAME_MAX
 from content.exercise_code import code_problems
-from content.giveaways import check_giveaways, spells_out
+from content.giveaway_words import spells_out
+from content.giveaways import check_giveaways
 from content.schema import BLANK_RE, ChoiceCard, CodeCard, Deck, FillInCard, tested_mistakes
 
 Path = tuple[Any, ...]

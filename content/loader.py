@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from content.giveaways import allows_giveaways
+from content.giveaway_words import allows_giveaways
 from content.lint import check_deck
 from content.schema import ChoiceCard, CodeCard, Deck, FillInCard, Mistake
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import yaml
 
 from content import checkers
-from content.giveaways import ALLOW_PRAGMA, allows_giveaways
+from content.giveaway_words import ALLOW_PRAGMA, allows_giveaways
 from content.lint import remediation_notes
 from content.loader import DeckError, DeckProblem, line_finder, parse_deck
 from content.placeholders import placeholder_problems

@@ -12,18 +12,18 @@ import copy
 
 import pytest
 
-from content.giveaways import (
+from content.giveaway_words import (
     ALLOW_PRAGMA,
     METHOD_NAMES,
     OPTIMIZER_METHODS,
     TENSOR_METHODS,
     allows_giveaways,
-    check_giveaways,
     chip_kind,
     slot_kind,
     words,
     words_with_parts,
 )
+from content.giveaways import check_giveaways
 from content.lint import check_deck
 from content.loader import DeckError, deck_files, parse_deck
 from content.schema import Deck

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from content.giveaways import key_length_rank, line_edits, unused_names
+from content.giveaway_tricks import key_length_rank, line_edits, unused_names
 from content.schema import FillInCard
 from tests.helpers import blind_solver
 from tests.helpers.giveaway_decks import deck, fill_in, mcq, messages, wrong

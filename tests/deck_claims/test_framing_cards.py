@@ -8,20 +8,8 @@ from __future__ import annotations
 import pytest
 import torch
 from torch import nn
-from torch.utils.data import DataLoader, TensorDataset
 
-
-def samples_per_update(window: int, micro_batch: int = 16, n: int = 4096) -> set[int]:
-    """Run the step-frequency card's condition over a real DataLoader and count the samples
-    each update sums."""
-    data = TensorDataset(torch.zeros(n, 1))
-    counts, seen = [], 0
-    for batch_idx, (inputs,) in enumerate(DataLoader(data, batch_size=micro_batch)):
-        seen += len(inputs)
-        if (batch_idx + 1) % window == 0:
-            counts.append(seen)
-            seen = 0
-    return set(counts)
+from tests.helpers.training import samples_per_update
 
 
 @pytest.mark.parametrize(("window", "samples"), [(4, 64), (16, 256), (64, 1024)])

@@ -18,9 +18,16 @@ import pytest
 import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
-from torch.utils.data import DataLoader, TensorDataset
 
-from tests.helpers.training import DT, assert_close, flat, flat_grad, make_batches, mlp
+from tests.helpers.training import (
+    DT,
+    assert_close,
+    flat,
+    flat_grad,
+    make_batches,
+    mlp,
+    samples_per_update,
+)
 
 K = 4
 WINDOW = make_batches([3] * K, seed=7)
@@ -41,24 +48,13 @@ def test_zero_grad_before_step_leaves_the_update_nothing_to_apply():
     assert torch.equal(flat(model), before)
 
 
-def samples_per_update(window, micro_batch: int = 16, n: int = 64 * 1024) -> set[int]:
-    data = TensorDataset(torch.zeros(n, 1))
-    counts, seen = [], 0
-    for batch_idx, (inputs,) in enumerate(DataLoader(data, batch_size=micro_batch)):
-        seen += len(inputs)
-        if (batch_idx + 1) % window == 0:
-            counts.append(seen)
-            seen = 0
-    return set(counts)
-
-
 def test_a_window_of_a_quarter_steps_every_micro_batch():
     # 16 / 64 turned upside down: every whole number is a multiple of 0.25.
-    assert samples_per_update(0.25) == {16}
+    assert samples_per_update(0.25, n=64 * 1024) == {16}
 
 
 def test_a_window_of_64_x_16_micro_batches_is_16384_samples():
-    assert samples_per_update(1024) == {16384}
+    assert samples_per_update(1024, n=64 * 1024) == {16384}
 
 
 # ------------------------------------------------------------------------ ema-per-update

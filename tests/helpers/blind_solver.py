@@ -42,16 +42,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from content.giveaways import (
-    chip_kind,
+from content.giveaway_tricks import (
     edit_totals,
     fresh_numbers,
     named_after,
-    slot_kind,
     topic_words,
     unused_names,
-    words_with_parts,
 )
+from content.giveaway_words import chip_kind, slot_kind, words_with_parts
 from content.schema import ChoiceCard, Deck, FillInCard
 from tests.helpers.odd_one_out import absolutes, oddness, stems
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from content.giveaways import chip_kind, stem, stems  # noqa: F401 (stem: re-exported)
+from content.giveaway_words import chip_kind, stem, stems  # noqa: F401 (stem: re-exported)
 
 _TOKEN_RE = re.compile(r"[a-z0-9_']+")
 NEGATIONS = frozenset("no not never nothing none without cannot can't doesn't don't isn't "

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 from torch.nn.utils import clip_grad_norm_, parameters_to_vector
+from torch.utils.data import DataLoader, TensorDataset
 
 DT = torch.float64
 Batch = tuple[torch.Tensor, torch.Tensor]
@@ -257,3 +258,16 @@ K = 4
 B = 3
 ONE_WINDOW = make_batches([B] * K)
 FIVE_WINDOWS = make_batches([B] * (5 * K), seed=2)
+
+
+def samples_per_update(window: float, micro_batch: int = 16, n: int = 4096) -> set[int]:
+    """Run the step-frequency card's condition, `(batch_idx + 1) % window == 0`, over a real
+    DataLoader and count the samples each update sums."""
+    data = TensorDataset(torch.zeros(n, 1))
+    counts, seen = [], 0
+    for batch_idx, (inputs,) in enumerate(DataLoader(data, batch_size=micro_batch)):
+        seen += len(inputs)
+        if (batch_idx + 1) % window == 0:
+            counts.append(seen)
+            seen = 0
+    return set(counts)
