@@ -67,8 +67,9 @@ async def test_a_code_card_whose_deck_lacks_its_checkers_mistakes_is_refused(wor
     assert message.content.startswith("**loop.yaml** was refused")
     line = PARTLY_REGISTERED[:PARTLY_REGISTERED.index("checker: train_loop")].count("\n") + 1
     problem = next(p for p in shown.splitlines() if p.startswith(f"line {line}: "))
-    assert "checker 'train_loop' can report 12 mistake(s) this deck does not register" in (
-        problem)
+    # How many depends on the checker (it learns new mistakes): counted, not written here.
+    assert re.search(r"checker 'train_loop' can report \d+ mistake(s|\(s\))? this deck does not "
+                     r"register", problem)
     for missing in ("mismatched_scaling", "missing_zero_grad", "leftover_gradients"):
         assert missing in problem
     assert "tensor-basics" not in decks.ids(guild.id)
