@@ -9,8 +9,10 @@ from __future__ import annotations
 import pytest
 from simcord import SetupError
 
+from bot.discord_ui.render import feedback_embed
 from content.loader import DeckLibrary
 from content.safe_text import markdown
+from content.schema import ChoiceCard, FillInCard
 from tests.helpers.discord import (
     PHONE_SCREEN,
     choose,
@@ -18,6 +20,7 @@ from tests.helpers.discord import (
     custom_ids,
     letter_for,
     on_a_phone,
+    phone_lines,
     pick_and_submit,
     served_id,
 )
@@ -158,3 +161,25 @@ async def test_fill_in_picks_sent_again_edit_the_card_s_line(world, store):
             if o["default"]] == ["batch_size ❌"]
     assert store.served.load(served_id(card)).attempts == 1
     assert on_a_phone(again.response) <= PHONE_SCREEN
+
+
+def test_every_wrong_pick_before_the_last_try_is_told_in_a_few_phone_lines(tutor, library):
+    """Each option and fill-in card of the bundled deck, every blank wrong at once: what the
+    picks do and how to go on fit a phone screen with room for the card's controls (before
+    this, a pick's paragraph made it up to 61 lines)."""
+    for n, card in enumerate(library.cards()):
+        if isinstance(card, ChoiceCard):
+            picks = [o.id for o in card.options if not o.correct]
+        elif isinstance(card, FillInCard):
+            picks = [{b.id: list(b.wrong)[i % len(b.wrong)] for b in card.blanks}
+                     for i in range(2)]
+        else:
+            continue
+        served = tutor.next_card(tutor.learner(f"local:{n}"), only=card.id, mode="practice")
+        for pick in picks[:2]:
+            verdict = tutor.answer(served, pick)
+            served = verdict.served
+            embed = feedback_embed(card, verdict, verdict.today)
+            assert not verdict.finished and "> **" not in embed.description  # no paragraph
+            assert phone_lines(f"{embed.title}\n{embed.description}") <= PHONE_SCREEN - 6, \
+                card.id
