@@ -250,11 +250,15 @@ class Console:
                 self._wrapped(f"Common mistake - {m.title} ({REPEATED}).")
             elif m.explanation:
                 self._wrapped(f"Common mistake - {m.title}: {m.explanation}")
+        for m in fb.earlier:  # once finished: what the earlier attempts got wrong
+            self._wrapped(f"Common mistake - {m.title}: {m.explanation}" if m.explanation
+                          else f"Common mistake - {m.title}.")
         if fb.retry:
             self._wrapped(fb.retry_note)
             return
         if not fb.finished:
-            self.say(f"  {fb.attempts_left} attempt(s) left. (? for a hint)")
+            self.say(f"  {fb.attempts_left} attempt(s) left. Try again"
+                     + (", or ? for a hint." if fb.hint_left else "."))
             return
         if fb.answer is not None:
             letter = f"{fb.answer_letter}) " if fb.answer_letter else ""

@@ -53,9 +53,9 @@ class CardItem:
 
 def button(label: str, custom_id: str,
            style: discord.ButtonStyle = discord.ButtonStyle.secondary,
-           emoji: str | None = None) -> dict:
+           emoji: str | None = None, disabled: bool = False) -> dict:
     """A button as Discord's JSON, as discord.ui.Button writes it."""
-    data = {"type": 2, "style": style.value, "disabled": False, "label": label,
+    data = {"type": 2, "style": style.value, "disabled": disabled, "label": label,
             "custom_id": custom_id}
     if emoji:
         data["emoji"] = {"id": None, "name": emoji}
@@ -95,8 +95,16 @@ def route(interaction: discord.Interaction, custom_id: str) -> Awaitable[None] |
 class OptionButton(CardItem):
     template = rf"srs:opt:{SERVE}:(?P<attempt>\d):(?P<option>{SLUG})"
 
+    TRIED = "✗"  # beside the letter of an option already tried: text, not colour alone
+
     @classmethod
-    def make(cls, serve_id: str, attempt: int, option_id: str, label: str) -> dict:
+    def make(cls, serve_id: str, attempt: int, option_id: str, label: str,
+             tried: bool = False) -> dict:
+        """`tried`: an option this served card already chose, known wrong: shown marked
+        and disabled, so it cannot be chosen again."""
+        if tried:
+            return button(f"{label} {cls.TRIED}", f"srs:opt:{serve_id}:{attempt}:{option_id}",
+                          discord.ButtonStyle.danger, disabled=True)
         return button(label, f"srs:opt:{serve_id}:{attempt}:{option_id}")
 
     @staticmethod

@@ -23,6 +23,7 @@ from bot.engine import (
     Engine,
     Finished,
     Learner,
+    RepeatedAnswer,
     StaleCard,
     TutorError,
     Verdict,
@@ -126,6 +127,9 @@ class CardHandlers:
         if isinstance(error, StaleCard):
             await self._stale(interaction, error)
             return
+        if isinstance(error, RepeatedAnswer) and interaction.message is not None:
+            await self._repeated(interaction, serve_id, who, error)
+            return
         if isinstance(error, AlreadyCounted):
             try:
                 playing = await self.db(self.play.current, serve_id, who)
@@ -140,6 +144,22 @@ class CardHandlers:
             await reply(interaction, refusals.words(error), view=render.next_view("auto", None))
             return
         await reply(interaction, refusals.words(error))
+
+    async def _repeated(self, interaction, serve_id: str, who: Learner | str,
+                        error: RepeatedAnswer) -> None:
+        """An answer already tried on this card: no new message, the card's own line says
+        so, above the verdict it had (its controls as they stand: tried options disabled,
+        each blank's pick marked)."""
+        try:
+            playing = await self.db(self.play.current, serve_id, who)
+        except TutorError as exc:
+            await self._refused(interaction, serve_id, who, exc)
+            return
+        embeds = [render.card_embed(playing.card, playing.served, note=str(error)),
+                  *interaction.message.embeds[1:2]]
+        await interaction.response.edit_message(
+            content=None, embeds=embeds,
+            view=render.card_view(playing.card, playing.served, playing.draft))
 
     # -- answering -----------------------------------------------------------------------
 
@@ -196,10 +216,12 @@ class CardHandlers:
         else:
             embeds = [render.card_embed(card, verdict.served), feedback]
             view = render.card_view(card, verdict.served)
+        # The welcome above a first card was read before this click: the verdict replaces
+        # it, so the card and what was said of the pick fit a phone's screen.
         if interaction.response.is_done():
-            await interaction.edit_original_response(embeds=embeds, view=view)
+            await interaction.edit_original_response(content=None, embeds=embeds, view=view)
         else:
-            await interaction.response.edit_message(embeds=embeds, view=view)
+            await interaction.response.edit_message(content=None, embeds=embeds, view=view)
 
     async def _stale(self, interaction, error: StaleCard) -> None:
         await interaction.response.edit_message(

@@ -25,17 +25,19 @@ from bot.engine import (
     Served,
     Verdict,
     answer_text,
+    blank_states,
     card_text,
     counted,
     feedback_of,
     lettered,
     shown,
     topic_name,
+    tried_options,
     when,
 )
 from content.loader import AnyCard
 from content.safe_text import clip, code_span, literal, markdown, plain
-from content.schema import ChoiceCard, CodeCard
+from content.schema import ChoiceCard, CodeCard, FillInCard
 
 BLUE, GREEN, RED, GREY = 0x5865F2, 0x57F287, 0xED4245, 0x99AAB5
 
@@ -61,7 +63,9 @@ class AnswerEmbed(discord.Embed):
         return data
 
 
-def card_embed(card: AnyCard, served: Served, finished: bool = False) -> discord.Embed:
+def card_embed(card: AnyCard, served: Served, finished: bool = False,
+               note: str | None = None) -> discord.Embed:
+    """The card; `note`: a line under its status (why a click changed nothing)."""
     embed = AnswerEmbed(
         title=f"{KIND_LABEL[served.kind]} · {card.difficulty} · "
               f"{', '.join(topic_name(t) for t in card.topics)}",
@@ -74,7 +78,8 @@ def card_embed(card: AnyCard, served: Served, finished: bool = False) -> discord
     left = MAX_ATTEMPTS - served.attempts
     status = ("answered" if finished else "one judged run decides it"
               if isinstance(card, CodeCard) else f"{left} attempt{'s' * (left != 1)} left")
-    embed.set_footer(text=status)  # the card's id is ours, not the learner's
+    # The card's id is ours, not the learner's.
+    embed.set_footer(text=f"{status}\n{note}" if note else status)
     return embed
 
 
@@ -90,7 +95,20 @@ def _mistakes_text(fb: Feedback) -> str:
             lines.append(f"> **{markdown(m.title)}** ({REPEATED}).")
         elif m.explanation:
             lines.append(f"> **{markdown(m.title)}.** {markdown(m.explanation)}")
+    if fb.earlier:  # once finished: what the earlier picks got wrong, each mistake once
+        lines.append("Your earlier picks:")
+        lines += [f"> **{markdown(m.title)}.** {markdown(m.explanation)}" if m.explanation
+                  else f"> **{markdown(m.title)}.**" for m in fb.earlier]
     return "\n".join(lines)
+
+
+def go_on(card: AnyCard, served: Served, fb: Feedback) -> str:
+    """How to go on after a wrong pick before the last try."""
+    if isinstance(card, FillInCard) and len(card.blanks) > 1:
+        right = any(b.status for b in blank_states(card, served))
+        return ("Change each ❌ pick, then **Submit**." + " Your ✅ picks stay." * right
+                + " Stuck? Press **Hint**." * fb.hint_left)
+    return "Try again, or press **Hint**." if fb.hint_left else "Try again."
 
 
 def feedback_embed(card: AnyCard, verdict: Verdict, today: date | None) -> discord.Embed:
@@ -107,6 +125,8 @@ def feedback_embed(card: AnyCard, verdict: Verdict, today: date | None) -> disco
     parts = ["\n".join(f"• {plain(line)}" for line in fb.measured), _mistakes_text(fb)]
     if fb.retry:
         parts.append(fb.retry_note)
+    elif not fb.finished and not isinstance(card, CodeCard):
+        parts.append(go_on(card, verdict.served, fb))
     if fb.finished:
         if fb.answer is not None:
             parts.append(answer_text(fb.answer, fb.answer_is_code, fb.answer_letter,
@@ -134,20 +154,38 @@ def card_view(card: AnyCard, served: Served, draft: dict | None = None) -> disco
     if isinstance(card, CodeCard):
         return c.RoutedView([[c.CodeButton.make(sid, attempt), *hint]])
     if isinstance(card, ChoiceCard):
-        buttons = [c.OptionButton.make(sid, attempt, option.id, letter)
+        tried = tried_options(card, served)
+        buttons = [c.OptionButton.make(sid, attempt, option.id, letter, option.id in tried)
                    for letter, option in lettered(card, served)]
         rows = [buttons[i:i + c.ROW_WIDTH] for i in range(0, len(buttons), c.ROW_WIDTH)]
     else:
-        picked = draft or {}
-        rows = [[c.BlankSelect.make(sid, blank.id, f"Blank [{number}]", [
-            (plain(chip.text)[:DISCORD.select_label], chip.id, chip.id == picked.get(blank.id))
-            for chip in shown(card, served)])] for number, blank in enumerate(card.blanks, 1)]
+        chips = shown(card, served)
+        rows = [[c.BlankSelect.make(sid, blank.blank_id, _placeholder(blank), [
+            (_chip_label(chip.text, blank.mark(chip.id)), chip.id, chip.id == blank.pick)
+            for chip in chips])] for blank in blank_states(card, served, draft)]
         rows.append([c.SubmitButton.make(sid, attempt)])
     if hint and len(rows) == c.MESSAGE_ROWS:  # no row left: beside the last ones
         rows[-1] += hint
     elif hint:
         rows.append(hint)
     return c.RoutedView(rows)
+
+
+MARKS = {True: "✅", False: "❌"}  # a chip's or blank's standing: text, not colour alone
+
+
+def _chip_label(text: str, mark: bool | None) -> str:
+    """A chip as its blank's select lists it, marked once an attempt showed it right or
+    wrong there."""
+    if mark is None:
+        return plain(text)[:DISCORD.select_label]
+    return f"{plain(text)[:DISCORD.select_label - 2]} {MARKS[mark]}"
+
+
+def _placeholder(blank) -> str:
+    """What a blank's select says with nothing picked (a blank whose pick was wrong)."""
+    return f"Blank [{blank.number}]" + (" ❌ pick again" if blank.wrong and blank.right is None
+                                        else "")
 
 
 def after_code(card: AnyCard, verdict: Verdict) -> discord.ui.View:

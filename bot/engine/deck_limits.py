@@ -110,11 +110,27 @@ def _card_problems(card, base: tuple, mistakes: dict) -> Iterator[Problem]:
                     "mistake title and explanation)")
     else:
         yield from _code_problems(card, base, mistakes)
-    reveal = len("\n\n".join(_reveal_parts(card))) + NEXT_REVIEW
+    reveal = len("\n\n".join(_reveal_parts(card))) + NEXT_REVIEW + _earlier_named(card,
+                                                                                  mistakes)
     if worst + reveal > EMBED_DESCRIPTION:
         yield (*base, "takeaway"), _over(worst + reveal, EMBED_DESCRIPTION, (
             "the feedback after a last wrong attempt (mistakes, answer, explanation and "
             "takeaway)"))
+
+
+def _earlier_named(card, mistakes: dict) -> int:
+    """At most what the final verdict adds for earlier attempts' mistakes, by name (the
+    last wrong attempt's are explained in full: `worst` bounds them; see
+    `feedback.Feedback.earlier`)."""
+    if isinstance(card, FillInCard):
+        ids = {w.mistake for blank in card.blanks for w in blank.wrong.values()}
+    elif isinstance(card, ChoiceCard):
+        ids = {o.mistake for o in card.options if not o.correct}
+    else:
+        return 0
+    titles = [mistakes[m].title for m in ids if m in mistakes]
+    return len("Your earlier picks:\n") + sum(len(f"> **{t}.**\n") for t in titles) \
+        if titles else 0
 
 
 def _wrong_text(choice: str, says: str, mistake) -> str:

@@ -39,9 +39,10 @@ class RepeatedAnswer(InvalidAnswer):
     """The same wrong answer as an earlier attempt on this served card: it is known to be
     wrong, so it teaches nothing and costs no attempt."""
 
-    def __init__(self, what: str):
-        super().__init__(f"You already tried {what} on this card, and it is not right: try "
-                         "something else. This try used no attempt.")
+    def __init__(self, what: str, plural: bool = False):
+        super().__init__(f"You already tried {what} on this card, and "
+                         f"{'they are' if plural else 'it is'} not right: try something "
+                         "else. This try used no attempt.")
 
 
 class AlreadyCounted(TutorError):

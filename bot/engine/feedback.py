@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
-from bot.engine.judging import correct_answer, mistakes_of
+from bot.engine.judging import correct_answer
 from bot.engine.option_order import in_order
 from bot.engine.outcomes import Verdict
 from bot.engine.served import Served
@@ -32,16 +32,20 @@ KIND_LABEL = {"new": "New card", "review": "Review", "drill": "Once more",
 
 @dataclass(frozen=True, slots=True)
 class Mistake:
-    """One wrong choice (a chip in a blank, an option, or what the checker found)."""
+    """One wrong choice (a chip in a blank, an option, or what the checker found).
+
+    Before the card's last try only `says` is told, what the choice does (a wrong pick's
+    whole explanation would give the answer away while tries are left): `title` and
+    `explanation` are "" then. They go into the card's final verdict, each mistake once."""
 
     choice: str
     blank: int | None  # the blank's number ([1], [2], ...) for a chip
     says: str  # what this choice actually does ("" when nothing is said)
     title: str
-    explanation: str  # "" once told on this served card (`repeated`)
+    explanation: str  # "" before the last try, and when `repeated`
     letter: str | None = None  # a chosen option's letter as this serve showed it
-    # Its explanation was already shown on this served card (an earlier attempt or blank):
-    # only its title and what this choice does are told again.
+    # Its explanation is already in this verdict (another blank, the same mistake): only
+    # its title and what this choice does are told again.
     repeated: bool = False
 
 
@@ -70,6 +74,12 @@ class Feedback:
     retries_left: int = 0
     # What such code stopped before, as this card says it: (past, present).
     stopped_before: tuple[str, str] = TRAINING
+    # Once finished: the mistakes of earlier attempts that this attempt did not make again,
+    # each once, the latest first: explained in full when no later attempt was wrong, else
+    # named (`explanation` ""). Before the last try a wrong pick is told in one line.
+    earlier: tuple[Mistake, ...] = ()
+    # Before the last try: whether the hint is still there to ask for.
+    hint_left: bool = False
 
     @property
     def headline(self) -> str:
@@ -86,7 +96,7 @@ class Feedback:
         return retry_text(self.retries_left, self.stopped_before[1])
 
 
-REPEATED = "explained earlier on this card"
+REPEATED = "explained above"
 
 
 def retry_text(retries_left: int, before: str = "training") -> str:
@@ -163,15 +173,29 @@ def feedback_of(card: AnyCard, verdict: Verdict, today: date | None) -> Feedback
     # A choice card's finding is about the option this attempt chose.
     chosen = letters.get(verdict.served.chosen[-1]) if letters and verdict.served.chosen \
         else None
-    told = _told_before(card, verdict)
+    told: set[str] = set()  # mistakes explained in this verdict
     mistakes = []
     for f in verdict.findings:
+        blank = blank_number(card, f.blank) if f.blank and isinstance(card, FillInCard) \
+            else None
+        if not finished:  # one line: what the pick does (its title where it says nothing)
+            mistakes.append(Mistake(f.choice, blank, f.says or f.mistake_title, "", "", chosen))
+            continue
         repeated = f.mistake_id in told
         told.add(f.mistake_id)
-        mistakes.append(Mistake(
-            f.choice, blank_number(card, f.blank) if f.blank and isinstance(
-                card, FillInCard) else None, f.says, f.mistake_title,
-            "" if repeated else f.explanation, chosen, repeated))
+        mistakes.append(Mistake(f.choice, blank, f.says, f.mistake_title,
+                                "" if repeated else f.explanation, chosen, repeated))
+    # The earlier attempts' mistakes, the latest first. To fit a phone screen, only the
+    # last wrong attempt's are explained in full (this one's, else the one before a right
+    # answer); older ones are named.
+    earlier, full = [], not mistakes
+    for findings in reversed(verdict.earlier if finished else ()):
+        for f in findings:
+            if f.mistake_id not in told:
+                told.add(f.mistake_id)
+                earlier.append(Mistake("", None, "", f.mistake_title,
+                                       f.explanation if full else ""))
+        full = full and not findings
     reveal = finished and not verdict.correct
     scheduled = finished and verdict.due is not None and today is not None and (
         verdict.served.kind in ("new", "review"))
@@ -192,11 +216,52 @@ def feedback_of(card: AnyCard, verdict: Verdict, today: date | None) -> Feedback
         retry=verdict.retry, retries_left=verdict.retries_left,
         stopped_before=STOPPED_BEFORE.get(card.checker, TRAINING)
         if isinstance(card, CodeCard) else TRAINING,
+        earlier=tuple(earlier),
+        hint_left=not finished and not verdict.served.hint_used,
     )
 
 
-def _told_before(card: AnyCard, verdict: Verdict) -> set[str]:
-    """The mistakes whose explanation this served card already showed: those of its earlier
-    attempts (the attempt judged now is the last one chosen; a retry chose nothing)."""
-    earlier = verdict.served.chosen if verdict.retry else verdict.served.chosen[:-1]
-    return {m for chosen in earlier for m in mistakes_of(card, chosen)}
+
+def tried_options(card: ChoiceCard, served: Served) -> frozenset[str]:
+    """The options this served card's attempts chose and that are wrong: known wrong, so
+    a front end offers them no more."""
+    wrong = {o.id for o in card.options if not o.correct}
+    return frozenset(c for c in served.chosen if c in wrong)
+
+
+@dataclass(frozen=True, slots=True)
+class BlankState:
+    """One blank of a fill-in card in play: its number, the chip shown picked (the draft's,
+    else the last attempt's: picks are kept after a wrong Submit), and what the attempts
+    so far showed of its chips: `right` the key once picked, `wrong` the chips picked
+    there that are not."""
+
+    blank_id: str
+    number: int
+    pick: str | None
+    right: str | None
+    wrong: frozenset[str]
+
+    def mark(self, chip_id: str) -> bool | None:
+        """True for a chip known right here, False for one known wrong, else None."""
+        return True if chip_id == self.right else False if chip_id in self.wrong else None
+
+    @property
+    def status(self) -> bool | None:
+        """Whether the shown pick is known right (True), known wrong (False), or untried."""
+        return None if self.pick is None else self.mark(self.pick)
+
+
+def blank_states(card: FillInCard, served: Served, draft: dict | None = None) -> list[
+        BlankState]:
+    """Each blank as the learner should see it on this served card."""
+    last = served.chosen[-1] if served.chosen else {}
+    picks = {**last, **(draft or {})}
+    states = []
+    for number, blank in enumerate(card.blanks, 1):
+        tried = {chosen.get(blank.id) for chosen in served.chosen}
+        states.append(BlankState(
+            blank.id, number, picks.get(blank.id),
+            blank.answer if blank.answer in tried else None,
+            frozenset(c for c in tried if c is not None and c != blank.answer)))
+    return states

@@ -59,6 +59,10 @@ class Verdict:
     # the calendar the card was served in), so a front end needs no call back.
     card: AnyCard | None = None
     today: date | None = None
+    # Once finished: the mistakes of the card's earlier attempts, an attempt's each (their
+    # explanation was kept for this last verdict: before the last try a wrong pick is told
+    # in a line).
+    earlier: tuple[tuple[Finding, ...], ...] = ()
 
     @property
     def attempts_left(self) -> int:

@@ -235,16 +235,29 @@ class Tutor:
         else:
             chosen, findings = judge_choice(self.library, card, response)
         if findings and chosen in served.chosen:  # known wrong: it would only cost an attempt
-            raise RepeatedAnswer("these picks" if isinstance(card, FillInCard) else "that option")
+            raise RepeatedAnswer(*(("these picks", True) if isinstance(card, FillInCard)
+                                   else ("that option",)))
         attempt = served.next_attempt(chosen)
         correct = not findings
         if not correct and attempt.attempts < MAX_ATTEMPTS:
-            if stored and not self.store.served.advance(_advance(served, attempt, False, deck)):
+            # A fill-in card's picks stay in the draft: only a wrong blank needs a new one.
+            if stored and not self.store.served.advance(_advance(served, attempt, False, deck,
+                                                                 clear_draft=False)):
                 raise AlreadyCounted("That click was already counted.")
             return Verdict(attempt, False, False, findings, card=card,
                            today=self.served_today(attempt))
-        return self._finish(attempt, card, correct, findings,
-                            advance=_advance(served, attempt, True, deck) if stored else None)
+        verdict = self._finish(attempt, card, correct, findings,
+                               advance=_advance(served, attempt, True, deck) if stored else None)
+        return replace(verdict, earlier=self._earlier(card, served)) if served.chosen \
+            else verdict
+
+    def _earlier(self, card: AnyCard, served: Served) -> tuple[tuple[Finding, ...], ...]:
+        """The mistakes of a served card's attempts so far, an attempt's each (one its deck
+        no longer registers is left out)."""
+        known = {m.id: m for m in self.library.deck_of(card.id).mistakes}
+        return tuple(tuple(Finding("", "", m, known[m].title, known[m].explanation)
+                           for m in mistakes_of(card, chosen) if m in known)
+                     for chosen in served.chosen)
 
     def code_report(self, card: CodeCard, code: Response, learner_id: int) -> CodeReport:
         """What the sandbox and the card's checker say of a code answer (NotJudged when

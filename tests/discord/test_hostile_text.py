@@ -11,7 +11,7 @@ from bot.discord_ui.client import TutorBot
 from bot.engine.tutor import Tutor
 from content.loader import DeckLibrary, parse_deck
 from tests.helpers.clock import store_now
-from tests.helpers.discord import choose, verdict_message
+from tests.helpers.discord import choose, letter_for, verdict_message
 from tests.helpers.engines import engine_of
 from tests.helpers.hostile import HOSTILE, SAFE_LINE, assert_inert, assert_quoted, judge
 from tests.helpers.paths import FIXTURES
@@ -93,6 +93,7 @@ async def test_a_hostile_deck_renders_inert_from_show_to_feedback(world, simcord
     about, preview = shown.embeds
     listed = (await admin.slash(channel, "deck list")).response.embeds[0].description
     card = (await ann.slash(channel, "practice", topic="evil")).response
+    letter = letter_for(card, "none")
     wrong = await choose(ann, card, "none")
     embeds = [about, preview, card.embeds[0], *wrong.response.embeds]
     texts = [about.title, about.description, preview.description, listed,
@@ -103,7 +104,8 @@ async def test_a_hostile_deck_renders_inert_from_show_to_feedback(world, simcord
     assert r"\@everyone \<@123> \<#9>" in preview.description
     assert r"Deck gnp.exe \@everyone \<\@123\> \<#9\> \[click\](https://evil.example) \*x\*" \
         in listed
-    assert "**T gnp.exe" in wrong.response.embeds[1].description  # the mistake, bold
+    # The chosen option, bold (its mistake is told with the final verdict).
+    assert f"**{letter}. Nothing at all gnp.exe" in wrong.response.embeds[1].description
     assert_nobody_pinged(simcord_env)
 
 

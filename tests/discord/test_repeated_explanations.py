@@ -1,5 +1,6 @@
 """Through the real discord.py client, on the bundled deck: a mistake's registry explanation
-is shown once per served card; after that its title and what the choice does."""
+waits for the card's final verdict, and is shown there once (a second blank on the same
+mistake names it)."""
 
 from __future__ import annotations
 
@@ -17,15 +18,19 @@ async def test_a_mistake_in_two_blanks_and_two_attempts_is_explained_once(world,
     assert card_id_of(store, card) == SCALE_LOSS
     mistake = library.mistake(SCALE_LOSS, MISTAKE)
     full = f"> **{markdown(mistake.title)}.** {markdown(mistake.explanation)}"
-    short = f"> **{markdown(mistake.title)}** (explained earlier on this card)."
+    short = f"> **{markdown(mistake.title)}** (explained above)."
     first = (await pick_and_submit(ann, card, {"divisor": "backward",
-                                               "method": "accumulation_steps"})).response
-    text = first.embeds[1].description
-    assert text.count(full) == 1 and text.count(short) == 1
-    assert text.index(full) < text.index(short)
+                                               "method": "step"})).response
+    text = first.embeds[1].description  # [1] backward is this mistake too
+    assert markdown(mistake.title) not in text and full not in text  # before the last try
     second = (await pick_and_submit(ann, first, {"divisor": "step",
                                                  "method": "backward"})).response
-    text = second.embeds[1].description
-    assert full not in text and short in text
+    assert markdown(mistake.title) not in second.embeds[1].description
+    third = (await pick_and_submit(ann, second, {"divisor": "backward",
+                                                 "method": "accumulation_steps"})).response
+    text = third.embeds[1].description
+    assert third.embeds[1].title == "Not this time."
+    assert text.count(full) == 1 and text.count(short) == 1
+    assert text.index(full) < text.index(short)
     divisor = next(b for b in library.card(SCALE_LOSS).blanks if b.id == "divisor")
-    assert f"**[1] `step`**: {markdown(divisor.wrong['step'].says)}" in text  # still said
+    assert f"**[1] `backward`**: {markdown(divisor.wrong['backward'].says)}" in text

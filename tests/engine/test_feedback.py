@@ -20,7 +20,8 @@ def test_a_wrong_attempt_with_attempts_left_reveals_nothing(tutor):
     card = tutor.card(served)
     fb = feedback_of(card, tutor.answer(served, {"method": "step"}), TODAY)
     assert (fb.headline, fb.finished, fb.attempts_left) == ("Not quite.", False, 2)
-    assert [(m.choice, m.blank, m.title) for m in fb.mistakes] == [("step", 1, "Wrong method")]
+    assert [(m.choice, m.blank, m.says, m.title, m.explanation) for m in fb.mistakes] == [
+        ("step", 1, "step() updates the weights.", "", "")]  # the explanation comes last
     assert fb.answer is None and fb.takeaway is None and fb.next_review is None
 
 

@@ -92,7 +92,9 @@ async def test_tutor_run_serves_review_and_explains_a_wrong_click(tmp_path):
         option = next(o for o in deck.card(PURPOSE).options if o.id == "combine-gpus")
         assert feedback["title"] == "Not quite. 2 attempts left."
         assert option.says in feedback["description"]
-        assert deck.mistake(option.mistake).explanation[:60] in feedback["description"]
+        # Before the last try: what the pick does, its mistake's paragraph kept for the end.
+        assert deck.mistake(option.mistake).explanation[:60] not in feedback["description"]
+        assert feedback["description"].endswith("Try again, or press **Hint**.")
 
         status, health = await get_when(f"http://127.0.0.1:{metrics_port}/healthz", 200)
         assert status == 200, health

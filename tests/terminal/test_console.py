@@ -224,17 +224,20 @@ def test_a_code_card_in_the_terminal_is_judged_in_the_sandbox(tmp_path):
     assert "A working solution:" in verdict
 
 
-# -- a mistake explained once per served card; code that ran no training sent again --------
+# -- a mistake explained once, when the card is done; code that ran no training sent again
 
-def test_the_terminal_names_a_repeated_mistake_without_its_explanation(tutor):
+def test_the_terminal_explains_each_mistake_once_when_the_card_is_done(tutor):
     text = play(tutor, ["zero_grad", letters("accumulation_steps", "batch_size"),
                         letters("batch_size", "accumulation_steps"),
                         letters("accumulation_steps", "backward"), "q"])
+    before, done = text.split("Correct, on attempt 3.")
+    # Before the last try: what each wrong pick does, in a line, and how to go on.
+    assert "Common mistake" not in before
+    assert "You chose 'accumulation_steps' for [2]: an int cannot be called." in before
+    assert "  2 attempt(s) left. Try again, or ? for a hint." in before
     wrong_method = "Common mistake - Wrong method: That method does something else entirely."
-    assert text.count(wrong_method) == 1
-    assert "Common mistake - Wrong method (explained earlier on this card)." in text
-    assert "You chose 'accumulation_steps' for [2]: an int cannot be called." in text
-    assert "Common mistake - Wrong divisor: Divide by the number" in text
+    assert done.count(wrong_method) == 1
+    assert "Common mistake - Wrong divisor: Divide by the number" in done
 
 
 def test_code_that_stopped_before_training_is_sent_again_in_the_terminal(store, mini_library,
