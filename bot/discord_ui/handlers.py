@@ -51,8 +51,8 @@ WELCOME = ("👋 **Welcome!** This bot teaches with cards and spaced review:\n"
            "• **/learn**: new cards, a few a day\n"
            "• **/review**: the cards due today, spaced so they stick\n"
            "• **/practice**: any topic, any time\n"
-           "Answer with the buttons; a wrong pick explains itself. **/stats** shows your "
-           "progress, **/settings** your daily reminder.")
+           "Answer with the buttons: a wrong pick says what it does, the last try explains "
+           "it. **/stats** shows your progress, **/settings** your daily reminder.")
 HELP = WELCOME.replace("👋 **Welcome!** ", "") + (
     "\n**/leaderboard** and **/insights**: how this server is doing. "
     "**/forget-me**: delete everything about you.")
