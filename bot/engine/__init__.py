@@ -48,12 +48,16 @@ from bot.engine.feedback import (
     KIND_LABEL,
     LETTERS,
     REPEATED,
+    Check,
     Feedback,
     answer_text,
     card_text,
     feedback_of,
+    first_sentence,
+    has_code_options,
     lettered,
     numbered_code,
+    reference_name,
     shown,
     when,
 )
@@ -84,4 +88,6 @@ __all__ = [
     "card_text", "check_limits", "counted", "current_streak", "exercise_findings", "exercises_of",
     "feedback_of", "fit_lines", "lettered", "numbered_code", "preview", "reminder_hour",
     "report_from", "shown", "topic_name", "when",
+    # code cards on a phone (issue 41)
+    "Check", "first_sentence", "has_code_options", "reference_name",
 ]
