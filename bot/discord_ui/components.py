@@ -20,6 +20,7 @@ from content.safe_text import plain
 SERVE = r"(?P<serve>[0-9a-f]{8,32})"
 MESSAGE_ROWS, ROW_WIDTH = DISCORD.message_rows, DISCORD.row_width
 SLUG = r"[a-z][a-z0-9_-]{0,39}"
+INPUT_LABEL = 45  # a modal text input's label
 
 
 async def handled(interaction: discord.Interaction, call: Awaitable[None]) -> None:
@@ -170,6 +171,20 @@ class CodeButton(_AttemptButton):
         return handlers.on_code_button(interaction, match["serve"], int(match["attempt"]))
 
 
+class ReferenceButton(CardItem):
+    """Under a finished code card's verdict: its reference, shown on request."""
+
+    template = rf"srs:ref:{SERVE}"
+
+    @classmethod
+    def make(cls, serve_id: str, label: str) -> dict:
+        return button(label, f"srs:ref:{serve_id}", emoji="📖")
+
+    @staticmethod
+    def handle(handlers, interaction, match):
+        return handlers.on_reference(interaction, match["serve"])
+
+
 class NextButton(CardItem):
     template = rf"srs:next:(?P<mode>auto|review|learn|practice)(?::(?P<topic>{SLUG}))?"
 
@@ -187,12 +202,18 @@ class CodeModal(discord.ui.Modal):
     """The learner's code. Submits are routed by custom_id (see client.on_interaction),
     so a modal opened before a restart is still judged."""
 
-    def __init__(self, serve_id: str, attempt: int, starter: str):
+    def __init__(self, serve_id: str, attempt: int, starter: str, error: str = ""):
+        """`starter`: the code it opens on (the card's starter, or the learner's own code
+        after a run that was not judged, whose first line of error is `error`: the
+        input's label then says it, cut to Discord's 45 characters)."""
         super().__init__(title="Your training loop", custom_id=f"srs:modal:{serve_id}:{attempt}",
                          timeout=900)
+        label = " ".join(plain(error).replace("`", "").split())
+        if len(label) > INPUT_LABEL:
+            label = label[:INPUT_LABEL - 1] + "…"
         # A bidi override in a stranger's starter would show the learner other code.
         self.code = discord.ui.TextInput(
-            label="Python code", style=discord.TextStyle.paragraph, custom_id="code",
+            label=label or "Python code", style=discord.TextStyle.paragraph, custom_id="code",
             default=plain(starter)[:DISCORD.modal_text], max_length=DISCORD.modal_text,
             required=True)
         self.add_item(self.code)
@@ -228,4 +249,4 @@ def _field_values(node, custom_id: str) -> Iterator[str]:
 
 
 CARD_ITEMS = (OptionButton, BlankSelect, SubmitButton, HintButton, CodeButton, NextButton,
-              CodeForm)
+              CodeForm, ReferenceButton)

@@ -27,6 +27,7 @@ from bot.engine import (
     StaleCard,
     TutorError,
     Verdict,
+    has_code_options,
     when,
 )
 
@@ -39,6 +40,12 @@ NOTHING = {
     "practice": "No cards match that topic.",
 }
 NOT_PLAYED_HERE = "That card is not in the decks played here."
+
+
+def _next_mode(kind: str) -> str:
+    """Where a finished card's Next button leads: the queue it was served from."""
+    return {"review": "review", "drill": "review", "remedy": "review",
+            "new": "learn"}.get(kind, "practice")
 
 
 def owner(user: discord.abc.User) -> str:
@@ -102,6 +109,10 @@ class CardHandlers:
         welcome = WELCOME if learner.day_reviews_day is None and not edit else None
         if edit:
             await interaction.response.edit_message(content=None, embeds=[embed], view=view)
+        elif welcome and render.on_screen(welcome, [embed]) > render.PHONE_SCREEN:
+            # A card whose options are code fills a phone screen alone: the welcome first.
+            await interaction.response.send_message(welcome, ephemeral=ephemeral)
+            await interaction.followup.send(embed=embed, view=view, ephemeral=ephemeral)
         else:
             await interaction.response.send_message(welcome, embed=embed, view=view,
                                                     ephemeral=ephemeral)
@@ -206,6 +217,9 @@ class CardHandlers:
 
     async def _show(self, interaction, verdict: Verdict) -> None:
         card = verdict.card
+        if has_code_options(card):
+            await self._show_below(interaction, verdict)
+            return
         feedback = render.feedback_embed(card, verdict, verdict.today)
         if verdict.finished:
             mode = {"review": "review", "drill": "review", "remedy": "review",
@@ -223,6 +237,26 @@ class CardHandlers:
         else:
             await interaction.response.edit_message(content=None, embeds=embeds, view=view)
 
+    async def _show_below(self, interaction, verdict: Verdict) -> None:
+        """A pick on a card whose options are code: the card and its verdict together are
+        more than a phone screen, so the verdict comes as a message of its own below the
+        card (the card keeps its buttons while attempts are left; once it is finished it
+        folds to its question, and the Next button is under the verdict)."""
+        card, served = verdict.card, verdict.served
+        feedback = render.feedback_embed(card, verdict, verdict.today)
+        top = [render.card_embed(card, served, finished=verdict.finished)]
+        view = render.after_options(card, verdict, _next_mode(served.kind)) \
+            if verdict.finished else None
+        controls = None if verdict.finished else render.card_view(card, served)
+        if interaction.response.is_done():
+            await interaction.edit_original_response(embeds=top, view=controls)
+        else:
+            await interaction.response.edit_message(embeds=top, view=controls)
+        if view is None:
+            await interaction.followup.send(embed=feedback, ephemeral=True)
+        else:
+            await interaction.followup.send(embed=feedback, view=view, ephemeral=True)
+
     async def _stale(self, interaction, error: StaleCard) -> None:
         await interaction.response.edit_message(
             embeds=[render.notice(refusals.words(error))],
@@ -237,8 +271,19 @@ class CardHandlers:
         except TutorError as exc:
             await self._refused(interaction, serve_id, learner, exc)
             return
-        await interaction.response.send_modal(
-            CodeModal(serve_id, attempt, playing.card.starter))
+        served = playing.served  # after a run that was not judged: the learner's own code
+        await interaction.response.send_modal(CodeModal(
+            serve_id, attempt, served.retry_code or playing.card.starter, served.retry_error))
+
+    async def on_reference(self, interaction, serve_id: str) -> None:
+        """A finished code card's reference, for its learner only."""
+        try:
+            card = await self.db(self.play.reference, serve_id, owner(interaction.user))
+        except TutorError as exc:
+            await reply(interaction, refusals.words(exc))
+            return
+        await interaction.response.send_message(embed=render.reference_embed(card),
+                                                ephemeral=True)
 
     async def on_code_modal(self, interaction, serve_id: str, attempt: int, code: str) -> None:
         learner = await self.learner(interaction.user)

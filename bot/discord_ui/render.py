@@ -13,10 +13,12 @@ import discord
 from bot.discord_ui import components as c
 from bot.engine import (
     DISCORD,
+    FREE_RETRIES,
     KIND_LABEL,
     MAX_ATTEMPTS,
     REPEATED,
     SCHEDULERS,
+    Check,
     Choice,
     Feedback,
     Learner,
@@ -29,17 +31,37 @@ from bot.engine import (
     card_text,
     counted,
     feedback_of,
+    first_sentence,
+    has_code_options,
     lettered,
+    reference_name,
     shown,
     topic_name,
     tried_options,
     when,
 )
 from content.loader import AnyCard
-from content.safe_text import clip, code_span, literal, markdown, plain
+from content.safe_text import clip, code_block, code_span, literal, markdown, plain
 from content.schema import ChoiceCard, CodeCard, FillInCard
 
 BLUE, GREEN, RED, GREY = 0x5865F2, 0x57F287, 0xED4245, 0x99AAB5
+# One phone screen: the most a code card's message shows (its content and every embed's
+# title, text, fields and footer), about 40 lines of 45 characters on a 6.1 to 6.7-inch
+# phone at Discord's default text size. Code cards and cards whose options are code are
+# rendered to fit (tests/discord/test_code_cards_phone.py holds every such card to it).
+PHONE_SCREEN = 1_800
+
+
+def on_screen(content: str | None, embeds: list[discord.Embed]) -> int:
+    """The characters a message shows: its content and every embed's title, text, fields
+    and footer (what PHONE_SCREEN measures)."""
+    return len(content or "") + sum(
+        len(e.title or "") + len(e.description or "") + len(e.footer.text or "")
+        + sum(len(f.name or "") + len(f.value or "") for f in e.fields) for e in embeds)
+
+
+# A code card's footer, until it is answered: what a run costs.
+RUN_RULE = f"Syntax errors are free (up to {FREE_RETRIES}); one run is graded."
 
 
 class AnswerEmbed(discord.Embed):
@@ -69,14 +91,16 @@ def card_embed(card: AnyCard, served: Served, finished: bool = False,
     embed = AnswerEmbed(
         title=f"{KIND_LABEL[served.kind]} · {card.difficulty} · "
               f"{', '.join(topic_name(t) for t in card.topics)}",
-        description=clip(card_text(card, lettered(card, served)), DISCORD.embed_description),
+        description=clip(f"**{markdown(card.prompt)}**" if finished and has_code_options(card)
+                         else card_text(card, lettered(card, served)),
+                         DISCORD.embed_description),
         colour=BLUE,
     )
     if served.hint_used:
         embed.add_field(name="Hint", value=clip(markdown(card.hint), DISCORD.field_value),
                         inline=False)
     left = MAX_ATTEMPTS - served.attempts
-    status = ("answered" if finished else "one judged run decides it"
+    status = ("answered" if finished else RUN_RULE
               if isinstance(card, CodeCard) else f"{left} attempt{'s' * (left != 1)} left")
     # The card's id is ours, not the learner's.
     embed.set_footer(text=f"{status}\n{note}" if note else status)
@@ -116,6 +140,10 @@ def feedback_embed(card: AnyCard, verdict: Verdict, today: date | None) -> disco
     measured comes first: its lines quote the learner's text as code, and markdown pairs
     backticks left to right, so no deck text after them can reach back into those spans."""
     fb = feedback_of(card, verdict, today)
+    if isinstance(card, CodeCard) and fb.finished:
+        return _code_verdict(fb)
+    if has_code_options(card):
+        return _code_option_verdict(fb)
     title, colour = fb.headline, GREEN if fb.correct else RED
     if fb.retry:
         colour = GREY
@@ -141,7 +169,88 @@ def feedback_embed(card: AnyCard, verdict: Verdict, today: date | None) -> disco
         "\n\n".join(p for p in parts if p), DISCORD.embed_description))
     if fb.duplicate:
         embed.set_footer(text="This answer was already recorded.")
+    elif fb.retry:
+        embed.set_footer(text=RUN_RULE)
     return embed
+
+
+def _check_line(check: Check) -> str:
+    """One failed check of a code answer, as a bullet: the mistake's title, what was
+    measured in the learner's run (checker text that quotes the learner's code as code
+    spans: it comes before any deck text that follows it), the first sentence of why."""
+    measured = plain(check.measured) if check.measured else ""
+    if check.title is None:
+        return f"• {measured}"
+    head = f"• **{markdown(check.title)}**"
+    if check.repeated:
+        head += f" ({REPEATED})"
+    said = [measured if measured[-1:] in ".!?" else f"{measured}."] if measured else []
+    if check.brief:
+        said.append(markdown(check.brief))
+    return f"{head}: {' '.join(said)}" if said else head
+
+
+def _code_verdict(fb: Feedback) -> discord.Embed:
+    """A judged code answer: a bullet per failed check, the takeaway and the next review;
+    the reference is behind the verdict's button (`reference_embed`), not inline."""
+    parts = ["\n".join(_check_line(check) for check in fb.checks)]
+    if fb.takeaway:
+        parts.append(f"**Takeaway:** {markdown(fb.takeaway)}")
+    if fb.next_review:
+        parts.append(f"Next review of this card: **{fb.next_review}**.")
+    embed = AnswerEmbed(title=fb.headline, colour=GREEN if fb.correct else RED,
+                        description=clip("\n\n".join(p for p in parts if p),
+                                         DISCORD.embed_description))
+    if fb.duplicate:
+        embed.set_footer(text="This answer was already recorded.")
+    return embed
+
+
+def _code_option_verdict(fb: Feedback) -> discord.Embed:
+    """A pick on a card whose options are code, short enough for a phone under the card:
+    what the picked loop does and the first sentence of why; once finished, the right
+    letter with its code and the takeaway (the solution's steps: `reference_embed`)."""
+    title, colour = fb.headline, GREEN if fb.correct else RED
+    if not fb.finished:
+        title = f"{title} {fb.attempts_left} attempt{'s' * (fb.attempts_left != 1)} left."
+    lines = []
+    for m in fb.mistakes:
+        says = markdown(m.says or m.choice)
+        lines.append(f"**{m.letter}.** {says}" if m.letter else says)
+        if m.repeated:
+            lines.append(f"> **{markdown(m.title)}** ({REPEATED}).")
+        elif m.explanation:
+            lines.append(f"> **{markdown(m.title)}.** {markdown(first_sentence(m.explanation))}")
+    parts = ["\n".join(lines)]
+    if fb.finished:
+        if fb.answer is not None:
+            parts.append(answer_text(fb.answer, False, fb.answer_letter, fb.answer_code))
+        parts.append(f"**Takeaway:** {markdown(fb.takeaway)}")  # the steps: a button away
+        if fb.next_review:
+            parts.append(f"Next review of this card: **{fb.next_review}**.")
+    embed = AnswerEmbed(title=title, colour=colour, description=clip(
+        "\n\n".join(p for p in parts if p), DISCORD.embed_description))
+    if fb.duplicate:
+        embed.set_footer(text="This answer was already recorded.")
+    return embed
+
+
+def reference_embed(card: CodeCard | ChoiceCard) -> discord.Embed:
+    """A finished card's solution, shown on request: a code card's reference, or the
+    steps of a card whose options are code."""
+    if isinstance(card, CodeCard):
+        text = code_block(card.reference)
+    else:
+        text = "\n".join(f"{i}. **{markdown(t.title)}**: {markdown(t.detail)}"
+                         for i, t in enumerate(card.solution, 1))
+    return AnswerEmbed(title=reference_label(card), colour=GREY,
+                       description=clip(text, DISCORD.embed_description))
+
+
+def reference_label(card: CodeCard | ChoiceCard) -> str:
+    if isinstance(card, ChoiceCard):
+        return "Why this is right"
+    return f"Show a correct {reference_name(card)}"
 
 
 def card_view(card: AnyCard, served: Served, draft: dict | None = None) -> discord.ui.View:
@@ -191,7 +300,19 @@ def _placeholder(blank) -> str:
 def after_code(card: AnyCard, verdict: Verdict) -> discord.ui.View:
     """The controls under a code verdict: the card's own again when the code may be sent
     again (it ran no training), else Next."""
-    return next_view("auto", None) if verdict.finished else card_view(card, verdict.served)
+    if not verdict.finished:
+        return card_view(card, verdict.served)
+    return c.RoutedView([[c.NextButton.make("auto", None),
+                          c.ReferenceButton.make(verdict.served.serve_id,
+                                                 reference_label(card))]])
+
+
+def after_options(card: ChoiceCard, verdict: Verdict, mode: str) -> discord.ui.View:
+    """Under a finished verdict on a card whose options are code: Next, and its solution's
+    steps on request."""
+    return c.RoutedView([[c.NextButton.make(mode, None),
+                          c.ReferenceButton.make(verdict.served.serve_id,
+                                                 reference_label(card))]])
 
 
 def next_view(mode: str, topic: str | None) -> discord.ui.View:

@@ -9,6 +9,8 @@ Discord only format them.
 
 from __future__ import annotations
 
+import difflib
+import re
 from dataclasses import dataclass
 from datetime import date
 
@@ -50,6 +52,18 @@ class Mistake:
 
 
 @dataclass(frozen=True, slots=True)
+class Check:
+    """One check a code answer failed: its mistake's title (None: no mistake explains
+    it), what the checker measured in the learner's run (None: nothing said), and the
+    mistake's explanation folded to its first sentence ("" once told on this card)."""
+
+    title: str | None
+    measured: str | None
+    brief: str
+    repeated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Feedback:
     correct: bool
     finished: bool
@@ -80,6 +94,9 @@ class Feedback:
     earlier: tuple[Mistake, ...] = ()
     # Before the last try: whether the hint is still there to ask for.
     hint_left: bool = False
+    # A code answer's failed checks, one each (its mistakes with what was measured of
+    # each, then what no mistake explains); () for other cards.
+    checks: tuple[Check, ...] = ()
 
     @property
     def headline(self) -> str:
@@ -106,6 +123,39 @@ def retry_text(retries_left: int, before: str = "training") -> str:
                 f"more such run{'s' * (retries_left != 1)} free on this card).")
     return ("That run used no attempt: fix it and send your code again. From now on a run "
             f"counts even if it stops before {before}.")
+
+
+def first_sentence(text: str) -> str:
+    """An explanation folded to its first sentence (a period, ! or ? before a space; a
+    period inside a name such as `.grad` or `e.g.` is not an end)."""
+    match = re.search(r"(?<!\be\.g)(?<!\bi\.e)[.!?](?=\s+[A-Z(`*])", text)
+    return text[:match.end()] if match else text
+
+
+def code_checks(verdict: Verdict, mistakes: list[Mistake]) -> tuple[Check, ...]:
+    """A code answer's failed checks (and warnings), one each. A checker's report lists the
+    line it measured for each mistake id in the same order as the ids, then the lines no
+    mistake explains (content/checkers/_verdict.py); a mistake the deck does not register
+    is told by its line alone."""
+    report = verdict.report
+    if report is None or verdict.retry:  # a pass may carry a warning (leftover_gradients)
+        return ()
+    ids, lines = report.mistakes, report.feedback
+    by_id = dict(zip(ids, lines, strict=False)) if len(lines) >= len(ids) else {}
+    checks, told = [], set()
+    for finding, m in zip(verdict.findings, mistakes, strict=True):
+        told.add(finding.mistake_id)
+        checks.append(Check(m.title, by_id.get(finding.mistake_id),
+                            first_sentence(m.explanation), m.repeated))
+    paired = {i for i, m in enumerate(ids) if m in told and by_id}
+    checks += [Check(None, line, "") for i, line in enumerate(lines) if i not in paired]
+    return tuple(checks)
+
+
+def reference_name(card: CodeCard) -> str:
+    """What a code card's reference is, as a learner asks for it: a loop, or a behaviour
+    exercise's solution."""
+    return "solution" if card.checker == BEHAVIOUR else "loop"
 
 
 def when(day: date, today: date) -> str:
@@ -142,6 +192,8 @@ def card_text(card: AnyCard, options) -> str:
     parts = [markdown(card.prompt)]
     if isinstance(card, FillInCard):
         parts.append(code_block(numbered_code(card)))
+    elif has_code_options(card):
+        return code_options_text(card, list(options))
     elif isinstance(card, ChoiceCard):
         if card.code:
             parts.append(code_block(card.code))
@@ -153,6 +205,53 @@ def card_text(card: AnyCard, options) -> str:
         parts.append(code_block(card.starter))
         parts.append("Press **Write code** (or reply with a ```py``` block in a DM).")
     return "\n".join(parts)
+
+
+def has_code_options(card: AnyCard) -> bool:
+    """A choice card whose options are code ("which loop is right?")."""
+    return isinstance(card, ChoiceCard) and any(option.code for option in card.options)
+
+
+def code_options_text(card: ChoiceCard, options: list[tuple[str, Option]]) -> str:
+    """A card whose options are code, short enough for a phone: the card's own code, the
+    first option's code in full under its letter, each other option as the lines where it
+    differs from that one (a diff, a line of context each side), and the question last,
+    right above the buttons. Option texts are shown only where they tell options apart
+    (a deck's options often all read "This loop")."""
+    texts = {option.text for _, option in options}
+    parts = [code_block(card.code)] if card.code else []
+    base_letter, base = next(((letter, option) for letter, option in options if option.code),
+                             ("", None))
+    for letter, option in options:
+        head = f"**{letter}.**" + (f" {markdown(option.text)}" if len(texts) > 1 else "")
+        diff = code_diff(base.code, option.code) if option.code and option is not base \
+            else None
+        if diff is not None and len(diff) < len(option.code):
+            parts.append(f"{head} as **{base_letter}.** but:\n{code_block(diff, 'diff')}")
+        else:  # the first, or one that shares too little with it to be told as a diff
+            parts.append(f"{head}\n{code_block(option.code)}" if option.code else head)
+    parts.append(f"**{markdown(card.prompt)}**")
+    return "\n".join(parts)
+
+
+def code_diff(base: str, code: str, context: int = 24) -> str:
+    """Where `code` differs from `base`: diff lines ("-" base only, "+" code only, " "
+    context: a line each side, cut to `context` characters, as the base shows it whole),
+    "…" between parts, the indentation they share taken off; "(the same code)" if none."""
+    lines = list(difflib.unified_diff(base.splitlines(), code.splitlines(), n=1,
+                                      lineterm=""))[2:]
+    body = [line[1:] for line in lines if not line.startswith("@@")]
+    indent = min((len(b) - len(b.lstrip()) for b in body if b.strip()), default=0)
+    out = []
+    for line in lines:
+        if line.startswith("@@"):
+            out += ["…"] if out else []
+            continue
+        text = line[1 + indent:]
+        if line[0] == " " and len(text) > context:
+            text = text[:context - 1] + "…"
+        out.append(f"{line[0]} {text}")
+    return "\n".join(out) or "(the same code)"
 
 
 def answer_text(answer: str, is_code: bool, letter: str | None = None,
@@ -218,6 +317,7 @@ def feedback_of(card: AnyCard, verdict: Verdict, today: date | None) -> Feedback
         if isinstance(card, CodeCard) else TRAINING,
         earlier=tuple(earlier),
         hint_left=not finished and not verdict.served.hint_used,
+        checks=code_checks(verdict, mistakes) if isinstance(card, CodeCard) else (),
     )
 
 

@@ -16,6 +16,9 @@ from scheduler.grading import MAX_ATTEMPTS
 # loop's first backward() or before a behaviour exercise's first case returned) may be sent
 # again this many times on one served card without using its attempt.
 FREE_RETRIES = 3
+# What a free retry keeps for the next try (`Served.retry_code`, `retry_error`): the code, as
+# much as Discord's code modal holds, and the first line of what stopped it.
+RETRY_CODE, RETRY_ERROR = 4000, 300
 
 
 @dataclass(frozen=True, slots=True)

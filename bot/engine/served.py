@@ -51,6 +51,10 @@ class Served:
     retries: int = 0
     # The FSRS parameter version in force where it was served (0: py-fsrs's defaults).
     fsrs_version: int = 0
+    # The code of the last free retry, and the first line of what stopped it: the editor
+    # opens on it again (the learner's own text, data only; at most MODAL_TEXT long).
+    retry_code: str = ""
+    retry_error: str = ""
 
     @property
     def moves(self) -> int:

@@ -32,6 +32,7 @@ from bot.engine.errors import (
     TryAgain,
     TutorError,
 )
+from bot.engine.feedback import has_code_options
 from bot.engine.judging import Response
 from bot.engine.outcomes import Verdict
 from bot.engine.plays import Plays
@@ -234,6 +235,21 @@ class ServedCards:
         if not isinstance(playing.card, CodeCard):
             raise InvalidAnswer("This card is not answered with code.")
         return playing
+
+    def reference(self, serve_id: str, learner: Learner | str) -> CodeCard | ChoiceCard:
+        """A code card (or a card whose options are code) this learner finished, to show
+        its solution (Gone, NotYours; an unfinished card's stays hidden: InvalidAnswer)."""
+        row = self.store.served.load(serve_id)
+        if row is None:
+            raise Gone
+        if row.owner != _external_id(learner):
+            raise NotYours
+        card = self.tutor.card(Served.from_json(row.served))
+        if not (isinstance(card, CodeCard) or has_code_options(card)):
+            raise InvalidAnswer("This card has no code to show.")
+        if not row.finished:
+            raise InvalidAnswer("The solution is shown once the card is answered.")
+        return card
 
     def open_code_card(self, learner: Learner) -> CardInPlay | None:
         """The learner's newest unfinished code card, for a code reply sent as a message."""

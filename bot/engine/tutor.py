@@ -31,7 +31,14 @@ from bot.engine.judging import (
 )
 from bot.engine.misconceptions import deck_tests, held_tests, tested_mistakes
 from bot.engine.option_order import shuffled
-from bot.engine.outcomes import FREE_RETRIES, CodeReport, Progress, Verdict
+from bot.engine.outcomes import (
+    FREE_RETRIES,
+    RETRY_CODE,
+    RETRY_ERROR,
+    CodeReport,
+    Progress,
+    Verdict,
+)
 from bot.engine.served import Kind, Served, new_serve_id
 from bot.observability import record_answer
 from content.loader import AnyCard, DeckLibrary
@@ -275,7 +282,9 @@ class Tutor:
         happened. Code that stopped before it trained (`CodeReport.ran_no_training`) is not
         judged: up to FREE_RETRIES times a card, it uses no attempt and may be sent again."""
         if report.ran_no_training and served.retries < FREE_RETRIES:
-            retried = replace(served, retries=served.retries + 1)
+            retried = replace(served, retries=served.retries + 1,
+                              retry_code=str(code)[:RETRY_CODE],
+                              retry_error=(report.feedback or ("",))[0][:RETRY_ERROR])
             if stored and not self.store.served.advance(_advance(served, retried, False, deck)):
                 raise AlreadyCounted("That code was already counted.")
             return Verdict(retried, False, False, (), report=report, retry=True, card=card,

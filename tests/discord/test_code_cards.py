@@ -49,8 +49,9 @@ async def test_the_modal_takes_code_and_the_verdict_explains_the_mistake(world, 
     assert followup.ephemeral
     text = followup.embeds[0].description
     assert followup.embeds[0].title == "Not this time."
-    assert "> **No scaling.** Unscaled losses add up to gradients N times too large." in text
-    assert "• gradients were 4x too large" in text
+    # A bullet per failed check: the mistake, what was measured, why (its first sentence).
+    assert text.startswith("• **No scaling**: gradients were 4x too large. Unscaled losses "
+                           "add up to gradients N times too large.\n\n")
     serve_id = custom_ids(card)[0].split(":")[2]
     log = store.reviews.get(serve_id)
     assert (log.correct, log.mistake_ids) == (False, ["no_scaling"])

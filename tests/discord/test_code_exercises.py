@@ -40,7 +40,8 @@ async def test_the_example_deck_uploads_and_a_labelled_mistake_is_named(world, a
     card, verdict = await write(ann, channel, "attention", MISTAKEN["mask_hides_past"][1])
     embed = verdict.embeds[0]
     assert embed.title == "Not this time."
-    assert "**The mask hides the past instead of the future.**" in embed.description
+    assert embed.description.startswith("• **The mask hides the past instead of the "
+                                        "future**: ")
     serve_id = custom_ids(card)[0].split(":")[2]
     assert store.reviews.get(serve_id).mistake_ids == ["mask_hides_past"]
 

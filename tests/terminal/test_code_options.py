@@ -5,6 +5,7 @@ letter it was shown under, and the revealed answer is the key's letter and its c
 from __future__ import annotations
 
 import io
+import re
 import textwrap
 
 import pytest
@@ -40,9 +41,11 @@ def test_a_missed_code_option_card_names_letters_and_shows_the_keys_code(db_url,
     text = out.getvalue()
     shown = text.split("Answer >", 1)[0]
 
-    def letter(option) -> str:  # the letter whose listing carries this option's code
-        return next(x for x in "ABCDEFGH" if f"  {x}) {option.text}\n{code_of(option)}\n"
-                    in shown)
+    def letter(option) -> str:  # the letter whose listing is this option's code, all of it
+        # (one loop can be another's first lines: its listing must end where the code does)
+        return next(x for x in "ABCDEFGH" if re.search(
+            rf"^  {x}\) {re.escape(option.text)}\n{re.escape(code_of(option))}\n(?! {{7}})",
+            shown, re.M))
 
     for option in wrong:
         assert f"You chose {letter(option)} ('{option.text}'): " in text
