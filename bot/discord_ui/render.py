@@ -143,7 +143,7 @@ def feedback_embed(card: AnyCard, verdict: Verdict, today: date | None) -> disco
     if isinstance(card, CodeCard) and fb.finished:
         return _code_verdict(fb)
     if has_code_options(card):
-        return _code_option_verdict(fb)
+        return _code_option_verdict(card, verdict, fb)
     title, colour = fb.headline, GREEN if fb.correct else RED
     if fb.retry:
         colour = GREY
@@ -206,10 +206,11 @@ def _code_verdict(fb: Feedback) -> discord.Embed:
     return embed
 
 
-def _code_option_verdict(fb: Feedback) -> discord.Embed:
+def _code_option_verdict(card: AnyCard, verdict: Verdict, fb: Feedback) -> discord.Embed:
     """A pick on a card whose options are code, short enough for a phone under the card:
-    what the picked loop does and the first sentence of why; once finished, the right
-    letter with its code and the takeaway (the solution's steps: `reference_embed`)."""
+    what the picked loop does and how to go on; once finished, the first sentence of why
+    (and of each earlier pick's mistake), the right letter with its code and the takeaway
+    (the solution's steps: `reference_embed`)."""
     title, colour = fb.headline, GREEN if fb.correct else RED
     if not fb.finished:
         title = f"{title} {fb.attempts_left} attempt{'s' * (fb.attempts_left != 1)} left."
@@ -221,7 +222,11 @@ def _code_option_verdict(fb: Feedback) -> discord.Embed:
             lines.append(f"> **{markdown(m.title)}** ({REPEATED}).")
         elif m.explanation:
             lines.append(f"> **{markdown(m.title)}.** {markdown(first_sentence(m.explanation))}")
+    lines += [f"> **{markdown(m.title)}.** {markdown(first_sentence(m.explanation))}"
+              if m.explanation else f"> **{markdown(m.title)}.**" for m in fb.earlier]
     parts = ["\n".join(lines)]
+    if not fb.finished:
+        parts.append(go_on(card, verdict.served, fb))
     if fb.finished:
         if fb.answer is not None:
             parts.append(answer_text(fb.answer, False, fb.answer_letter, fb.answer_code))

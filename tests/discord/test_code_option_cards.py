@@ -76,6 +76,9 @@ async def test_a_missed_code_option_card_names_letters_and_shows_the_keys_code(w
         assert on_screen(told) <= PHONE_SCREEN, on_screen(told)
         if n < len(wrong):
             assert told.embeds[0].title == f"Not quite. {3 - n} attempt{'s' * (n != 2)} left."
+            # Before the last try: what the pick does and how to go on, not why (41.1).
+            assert told.embeds[0].description.endswith("\n\nTry again, or press **Hint**.")
+            assert "> **" not in told.embeds[0].description
             assert message.embeds[0].description == listed  # the card, to pick again
             assert on_screen(message) <= PHONE_SCREEN
     verdict = told.embeds[0]
