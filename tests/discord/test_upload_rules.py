@@ -106,7 +106,7 @@ async def test_a_mistake_the_deck_does_not_register_is_told_in_the_checkers_word
     assert APOLOGY not in (verdict.content or "")
     text = verdict.embeds[0].description
     assert verdict.embeds[0].title == "Not this time."
-    assert "> **No scaling.**" in text
+    assert "• **No scaling**: the gradients were" in text  # a bullet per failed check
     assert "• optimizer.step() ran after every micro-batch" in text
     log = store.reviews.get(custom_ids(card)[0].split(":")[2])
     assert (log.correct, log.mistake_ids) == (False, ["no_scaling"])
