@@ -6,8 +6,9 @@ Every problem (YAML syntax, duplicate keys, schema, cross-references) is reporte
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +33,26 @@ class DeckProblem:
         return f"{self.file}:{self.line}: {self.message}"
 
 
+@dataclass(frozen=True)
+class Partial:
+    """What of a deck with problems the later checks can still look at: `deck` holds the
+    cards and mistakes that passed the schema (all of them when only the lint failed);
+    `path` maps a YAML path in it to the file's; `left_out`: cards and mistakes dropped
+    for their schema problems."""
+
+    deck: Deck
+    path: Callable[[tuple], tuple] = field(default=lambda path: tuple(path))
+    left_out: int = 0
+
+
 class DeckError(Exception):
-    def __init__(self, problems: list[DeckProblem]):
-        self.problems = problems
+    """`partial`: what later checks may still look at (None: nothing parsed); `unchecked`:
+    why the content checks did not run, when they did not."""
+
+    def __init__(self, problems: list[DeckProblem], partial: Partial | None = None,
+                 unchecked: str | None = None):
+        self.problems, self.partial, self.unchecked = problems, partial, unchecked
+        self.notes: list[str] = []  # what a caller could not check (`load_file`)
         super().__init__("\n".join(map(str, problems)))
 
 
@@ -115,10 +133,14 @@ def parse_deck(text: str, file: str = "<deck>", *, giveaways: bool | None = None
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = mark.line + 1 if mark else 1
         problem = getattr(exc, "problem", None) or str(exc)
-        raise DeckError([DeckProblem(file, line, f"YAML: {problem}")]) from None
+        raise DeckError([DeckProblem(file, line, f"YAML: {problem}")],
+                        unchecked=NOT_YAML) from None
     if root is None or not isinstance(data, dict):
-        raise DeckError([DeckProblem(file, 1, "a deck must be a YAML mapping")])
+        raise DeckError([DeckProblem(file, 1, "a deck must be a YAML mapping")],
+                        unchecked=NOT_YAML)
     lines = dict(_line_index(root))
+    if giveaways is None:
+        giveaways = not allows_giveaways(text)
     try:
         deck = Deck.model_validate(data)
     except ValidationError as exc:
@@ -126,14 +148,82 @@ def parse_deck(text: str, file: str = "<deck>", *, giveaways: bool | None = None
             DeckProblem(file, _line_for(lines, _error_path(e)), _format_pydantic(e))
             for e in exc.errors()
         ]
-        raise DeckError(problems) from None
-    if giveaways is None:
-        giveaways = not allows_giveaways(text)
+        partial = _salvage(data, exc.errors())
+        if partial is None:
+            raise DeckError(problems, unchecked=DECK_FIELDS) from None
+        problems += [DeckProblem(file, _line_for(lines, partial.path(path)), msg)
+                     for path, msg in _lint_partial(data, partial, giveaways)]
+        raise DeckError(problems, partial) from None
     problems = [DeckProblem(file, _line_for(lines, path), msg)
                 for path, msg in check_deck(deck, giveaways=giveaways)]
     if problems:
-        raise DeckError(problems)
+        raise DeckError(problems, Partial(deck))
     return deck
+
+
+NOT_YAML = "nothing else could be checked until the file is a YAML mapping"
+DECK_FIELDS = ("the content checks (mistake ids, give-aways) did not run: they need the "
+               "deck's own fields (id, title, version, cards) right first")
+_LISTS = ("cards", "mistakes")
+
+
+def _salvage(data: dict, errors: list[dict]) -> Partial | None:
+    """The deck without the cards and mistakes that failed the schema, so that the others'
+    content is checked in the same upload; None when the deck's own fields failed."""
+    bad: dict[str, set[int]] = {key: set() for key in _LISTS}
+    for error in errors:
+        loc = tuple(error["loc"])
+        if not (len(loc) >= 2 and loc[0] in bad and isinstance(loc[1], int)
+                and isinstance(data.get(loc[0]), list)):
+            return None
+        bad[loc[0]].add(loc[1])
+    kept = {key: [i for i in range(len(data[key])) if i not in bad[key]]
+            for key in _LISTS if isinstance(data.get(key), list)}
+    trimmed = {**data, **{key: [data[key][i] for i in kept[key]] for key in kept}}
+    try:
+        deck = Deck.model_validate(trimmed)
+    except ValidationError:
+        return None
+
+    def path(where: tuple) -> tuple:
+        where = tuple(where)
+        if len(where) >= 2 and where[0] in kept and isinstance(where[1], int) and (
+                where[1] < len(kept[where[0]])):
+            return (where[0], kept[where[0]][where[1]], *where[2:])
+        return where
+
+    return Partial(deck, path, sum(map(len, bad.values())))
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _lint_partial(data: dict, partial: Partial, giveaways: bool) -> list[tuple[tuple, str]]:
+    """The lint of a salvaged deck, less what only the left-out items could settle: a
+    mistake a dropped card may use, a mistake id a dropped mistake may register."""
+    kept_paths = {partial.path((key, i)) for key in _LISTS
+                  for i in range(len(getattr(partial.deck, key)))}
+    dropped = [item for key in _LISTS if isinstance(data.get(key), list)
+               for i, item in enumerate(data[key]) if (key, i) not in kept_paths]
+    mentioned = set(_strings(dropped))
+    registered = {str(item.get("id")) for i, item in enumerate(data.get("mistakes") or [])
+                  if isinstance(item, dict) and ("mistakes", i) not in kept_paths}
+    found = []
+    for path, message in check_deck(partial.deck, giveaways=giveaways):
+        never = re.fullmatch(r"mistake '(.*)' is never used by a card", message)
+        unknown = re.fullmatch(r"unknown mistake id '(.*)'", message)
+        if (never and never[1] in mentioned) or (unknown and unknown[1] in registered):
+            continue
+        found.append((path, message))
+    return found
 
 
 def load_deck(path: Path | str) -> Deck:

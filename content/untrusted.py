@@ -7,7 +7,9 @@ refused without ever being expanded, and bounded nesting, so PyYAML's recursive 
 never runs deep), the card count, the give-away pragma (uploads are always checked), and
 only then the loader's schema and lint (`parse_deck`, give-away checks forced on), the
 checker names and the mistakes each can report, the rev bounds, and the importer's
-placeholders. Problems are "line N: message".
+placeholders. One bad card hides nothing of another: the content checks run on every card
+and mistake that passes the schema. Problems are "line N, card <id>: message" (or
+"mistake <id>", "deck"), in line order.
 
 A file on disk from someone else is as untrusted: `read_text` bounds the read itself and
 `load_file` runs the same checks around the loader (`tutor deck validate`), but for the
@@ -18,6 +20,7 @@ about a valid file without refusing it.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -25,7 +28,7 @@ import yaml
 from content import checkers
 from content.giveaway_words import ALLOW_PRAGMA, allows_giveaways
 from content.lint import remediation_notes
-from content.loader import DeckError, DeckProblem, line_finder, parse_deck
+from content.loader import DeckError, DeckProblem, Partial, line_finder, parse_deck
 from content.placeholders import placeholder_problems
 from content.schema import CodeCard, Deck
 from content.titles import title_problems
@@ -41,13 +44,15 @@ class UntrustedDeck(Exception):
     def __init__(self, summary: str, problems: list[str]):
         super().__init__(summary)
         self.summary, self.problems = summary, problems
+        self.found: Findings | None = None  # set when the deck got as far as its schema
+        self.text: str | None = None
 
 
 class Refused(UntrustedDeck):
     """One check before parsing failed: where, and why."""
 
     def __init__(self, line: int, message: str, summary: str | None = None):
-        super().__init__(summary or message, [f"line {line}: {message}"])
+        super().__init__(summary or message, [f"line {line}, deck: {message}"])
         self.line, self.message = line, message
 
 
@@ -134,22 +139,26 @@ def screen(text: str) -> None:
 
 def load_file(path: Path | str, extra_checks=None) -> Deck:
     """A deck file from anyone, on disk: the upload's checks around the loader; every
-    problem a DeckProblem (file:line: message). The give-away pragma is honoured, as for
-    any draft on disk. `extra_checks` as for `parse_untrusted`."""
+    problem a DeckProblem (file:line: owner: message), in line order, as an upload reports
+    them. The give-away pragma is honoured, as for any draft on disk. `extra_checks` as for
+    `parse_untrusted`; the DeckError's `notes` say what could not be checked."""
     try:
         text = read_text(path)
         screen(text)
     except OSError as exc:
         raise DeckError([DeckProblem(str(path), 1, f"cannot read: {exc}")]) from None
     except Refused as exc:
-        raise DeckError([DeckProblem(str(path), exc.line, exc.message)]) from None
-    deck = parse_deck(text, str(path))
-    line = line_finder(text)
-    found = _after_parse(deck) + list(extra_checks(deck) if extra_checks else [])
-    if found:
-        raise DeckError([DeckProblem(str(path), line(where), message)
-                         for where, message in found])
-    return deck
+        error = DeckError([DeckProblem(str(path), exc.line, f"deck: {exc.message}")])
+        error.notes = [NOTHING_ELSE]
+        raise error from None
+    found = examine(text, str(path), None, extra_checks)
+    if found.problems:
+        error = DeckError([DeckProblem(str(path), line, message)
+                           for line, message in labelled(text, found.problems)],
+                          found.partial)
+        error.notes = found.notes
+        raise error
+    return found.partial.deck
 
 
 def file_notes(path: Path | str, deck: Deck) -> list[DeckProblem]:
@@ -169,12 +178,6 @@ def _count_cards(text: str) -> None:
                 value.value) > MAX_CARDS:
             raise Refused(key.start_mark.line + 1, f"the deck has {len(value.value)} cards; "
                                                    f"at most {MAX_CARDS} are accepted")
-
-
-def _pragma_problems(text: str) -> list[str]:
-    return [f"line {n}: '{ALLOW_PRAGMA}' is for drafts on disk; uploads are always checked "
-            "for answers given away: delete this line"
-            for n, line in enumerate(text.splitlines(), 1) if allows_giveaways(line.strip())]
 
 
 def _after_parse(deck: Deck) -> list[tuple[tuple, str]]:
@@ -217,20 +220,114 @@ def _checker_problems(deck: Deck, card: CodeCard, base: tuple) -> list[tuple[tup
     return problems
 
 
+NOTHING_ELSE = "Nothing else was checked: the rest is checked once this is fixed."
+
+
+@dataclass
+class Findings:
+    """Every problem of a deck text as (line, message), unsorted; `partial`: what of the
+    deck parsed (the whole deck when there are no problems); `notes`: what did not run."""
+
+    problems: list[tuple[int, str]]
+    partial: Partial | None
+    notes: list[str]
+
+
+def examine(text: str, file: str, giveaways: bool | None, extra_checks=None) -> Findings:
+    """Every check after `screen` that can run: the schema, and the lint, the checkers, the
+    rev bounds, the placeholders and `extra_checks` on the cards and mistakes that parse,
+    however many others do not."""
+    problems: list[tuple[int, str]] = []
+    notes: list[str] = []
+    try:
+        partial = Partial(parse_deck(text, file, giveaways=giveaways))
+    except DeckError as exc:
+        problems += [(p.line, p.message) for p in exc.problems]
+        partial = exc.partial
+        if exc.unchecked:
+            notes.append(exc.unchecked[0].upper() + exc.unchecked[1:] + ".")
+    if partial is not None:
+        line = line_finder(text)
+        found = _after_parse(partial.deck) + list(
+            extra_checks(partial.deck) if extra_checks else [])
+        problems += [(line(partial.path(path)), message) for path, message in found]
+        if partial.left_out:
+            notes.append(f"{partial.left_out} card(s) or mistake(s) with schema problems were "
+                         "left out of the content checks (and of the deck-wide counts); "
+                         "those run on them once they parse.")
+    return Findings(problems, partial, notes)
+
+
+def owners(text: str):
+    """For a deck text: what a line belongs to, "card <id>", "mistake <id>" or "deck" (a
+    card without an id is "card #N"); "deck" everywhere when the YAML does not compose."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return lambda line: "deck"
+    spans: list[tuple[int, int, str]] = []
+    if isinstance(root, yaml.MappingNode):
+        for key, value in root.value:
+            if key.value not in ("cards", "mistakes") or not isinstance(
+                    value, yaml.SequenceNode):
+                continue
+            what = key.value[:-1]
+            for i, item in enumerate(value.value):
+                ident = next((v.value for k, v in getattr(item, "value", ())
+                              if isinstance(item, yaml.MappingNode) and k.value == "id"
+                              and isinstance(v, yaml.ScalarNode) and v.value), None)
+                name = f"{what} {ident[:80]}" if ident else f"{what} #{i + 1}"
+                spans.append((item.start_mark.line + 1, _last_line(item), name))
+
+    def owner(line: int) -> str:
+        return next((name for start, end, name in spans if start <= line <= end), "deck")
+    return owner
+
+
+def _last_line(node: yaml.Node) -> int:
+    """The last line a node's own text is on (a block's end mark is the next line's start)."""
+    children = node.value if isinstance(node, yaml.SequenceNode) else [
+        n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else []
+    if children:
+        return max(_last_line(child) for child in children)
+    mark = node.end_mark
+    return mark.line + (1 if mark.column else 0) if mark.line > node.start_mark.line else (
+        node.start_mark.line + 1)
+
+
+def labelled(text: str, problems: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The problems in line order (stable: a line's problems keep the order the checks found
+    them), each message led by what it belongs to; a repeated one once."""
+    owner, seen, out = owners(text), set(), []
+    for line, message in sorted(problems, key=lambda p: p[0]):
+        if (line, message) not in seen:
+            seen.add((line, message))
+            name = owner(line)
+            said = name.split(" ", 1)[-1] + ": "  # a check that names the card already
+            out.append((line, f"{name}: {message.removeprefix(said)}"))
+    return out
+
+
+def report(text: str, problems: list[tuple[int, str]]) -> list[str]:
+    """`labelled` problems as an upload shows them: "line N, card <id>: message"."""
+    return [f"line {line}, {message}" for line, message in labelled(text, problems)]
+
+
 def parse_untrusted(data: bytes, extra_checks=None) -> tuple[Deck, str]:
-    """The deck and its text, or UntrustedDeck with every problem as "line N: message".
+    """The deck and its text, or UntrustedDeck with every problem as "line N, owner: message"
+    in line order (`report`), and what it found for a caller that adds checks of its own:
+    `found` (the Findings; None when a check before parsing refused it) and `text`.
     `extra_checks(deck)` adds (YAML path, message) problems (the Discord limits)."""
     text = decode(data)
     screen(text)
-    problems = _pragma_problems(text)
-    try:
-        deck = parse_deck(text, "<upload>", giveaways=True)
-    except DeckError as exc:
-        problems += [f"line {p.line}: {p.message}" for p in exc.problems]
-        raise UntrustedDeck("The deck has problems; nothing was stored.", problems) from None
-    line = line_finder(text)
-    found = _after_parse(deck) + list(extra_checks(deck) if extra_checks else [])
-    problems += [f"line {line(path)}: {message}" for path, message in found]
-    if problems:
-        raise UntrustedDeck("The deck has problems; nothing was stored.", problems)
-    return deck, text
+    pragma = [(n, f"'{ALLOW_PRAGMA}' is for drafts on disk; uploads are always checked for "
+                  "answers given away: delete this line")
+              for n, line in enumerate(text.splitlines(), 1) if allows_giveaways(line.strip())]
+    found = examine(text, "<upload>", True, extra_checks)
+    found.problems[:0] = pragma
+    if found.problems:
+        error = UntrustedDeck("The deck has problems; nothing was stored.",
+                              report(text, found.problems))
+        error.found, error.text = found, text
+        raise error
+    return found.partial.deck, text

@@ -33,11 +33,11 @@ def _has_exercises(data: bytes) -> bool:
 
 def tried_exercises(decks: list, run: bool) -> tuple[list[str], list[str], int]:
     """Each valid (path, deck)'s behaviour exercises tried in the sandbox, the trial publish
-    makes, unless not `run`: (problems as file:line: message, notes on what was tried and
+    makes, unless not `run`: (problems as file:line: card <id>: message, notes on what was tried and
     what was not, how many files' were not run). The sandbox starts as publish starts it
     (its own service, or SANDBOX_ADDRESS), only when a deck has exercises."""
     from bot.engine import ExercisesUntried, exercise_findings, exercises_of
-    from content.untrusted import read_text
+    from content.untrusted import labelled, read_text
 
     decks = [(path, deck) for path, deck in decks if exercises_of(deck)]
     if not decks or not run:
@@ -54,12 +54,14 @@ def tried_exercises(decks: list, run: bool) -> tuple[list[str], list[str], int]:
     try:
         for path, deck in decks:
             try:
-                found = exercise_findings(code.judge, deck, read_text(path), VALIDATE_SERVER)
+                text = read_text(path)
+                found = exercise_findings(code.judge, deck, text, VALIDATE_SERVER)
             except ExercisesUntried as exc:
                 notes.append(_not_run(path, exc.reason))
                 untried += 1
                 continue
-            problems += [f"{path}:{line}: {message}" for line, message in found]
+            problems += [f"{path}:{line}: {message}"  # as publish and uploads name them
+                         for line, message in labelled(text, found)]
             if not found:
                 notes.append(f"{path}: its {len(exercises_of(deck))} behaviour exercise(s) "
                              "were tried in the sandbox, as publish tries them: no problems")

@@ -72,8 +72,9 @@ def cmd_deck_validate(args) -> int:
     for file in files:
         try:
             deck = load_file(file, check_limits)
-        except DeckError as exc:
+        except DeckError as exc:  # in line order, each naming its card, as an upload shows them
             problems += exc.problems
+            notes += [f"{file}: {note}" for note in exc.notes]
         else:
             notes += file_notes(file, deck)
             valid.append((file, deck))

@@ -83,7 +83,7 @@ def commands(handlers: CardHandlers) -> list[app_commands.Group]:
                                            f"discord:{interaction.user.id}")
         except DeckRejected as exc:
             await _send(interaction, rejection(file.filename, exc), f"{_stem(file.filename)}"
-                        ".problems.txt")
+                        ".problems.txt", tail=True)
             return
         except TutorError as exc:
             await reply(interaction, render.clip(f"{markdown(exc)} {NOT_STORED}",
@@ -194,11 +194,16 @@ def uploaded_text(up: Uploaded) -> str:
             "cards with **/learn** and **/practice**. Share it with **/deck publish**.")
 
 
+NEXT_STEP = "**Next:** fix these and upload the file again with **/deck upload**."
+
+
 def rejection(filename: str, exc: DeckRejected) -> list[str]:
+    """The refusal, every problem in line order naming its card, what could not be checked,
+    and what comes next (the last line, which `_send` always keeps)."""
     said = str(exc)
     stored = "" if "nothing was stored" in said.lower() else f" {NOT_STORED}"
     return [f"**{literal(filename)}** was refused: {markdown(said)}{stored}",
-            *map(markdown, exc.problems)]
+            *map(markdown, exc.problems), *map(markdown, exc.notes), NEXT_STEP]
 
 
 async def send_draft(interaction: discord.Interaction, draft: Draft) -> None:
@@ -211,23 +216,27 @@ async def send_draft(interaction: discord.Interaction, draft: Draft) -> None:
 
 
 async def _send(interaction: discord.Interaction, lines: list[str], overflow_name: str,
-                files: list[discord.File] = ()) -> None:
+                files: list[discord.File] = (), tail: bool = False) -> None:
     """The lines in one private message; when they do not fit, all but the first go in a
-    text file too, and the message keeps as many as fit."""
+    text file too, and the message keeps as many as fit (and, with `tail`, the last line
+    after the note of the file: what comes next)."""
     files, text = list(files), "\n".join(lines)
     if len(text) > MESSAGE_LIMIT:
         files.append(discord.File(io.BytesIO("\n".join(lines[1:]).encode()),
                                   filename=overflow_name))
+        body, end = (lines[:-1], [lines[-1]]) if tail else (lines, [])
 
         def note(left: int) -> str:
             return f"\n… {counted(left, 'more line')} in **{overflow_name}**."
 
-        kept = [lines[0]]
-        for line in lines[1:]:
-            if len("\n".join([*kept, line])) + len(note(len(lines))) > MESSAGE_LIMIT:
+        kept = [body[0]]
+        room = MESSAGE_LIMIT - len("".join(f"\n{line}" for line in end))
+        for line in body[1:]:
+            if len("\n".join([*kept, line])) + len(note(len(body))) > room:
                 break
             kept.append(line)
-        text = "\n".join(kept) + note(len(lines) - len(kept))
+        text = "\n".join([*kept]) + note(len(body) - len(kept)) + "".join(
+            f"\n{line}" for line in end)
     extra = {"files": files} if files else {}
     await reply(interaction, render.clip(text, MESSAGE_LIMIT), **extra)
 

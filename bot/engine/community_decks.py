@@ -19,26 +19,28 @@ import yaml
 
 from bot.engine.deck_limits import check_limits
 from bot.engine.errors import TutorError
-from bot.engine.exercises import ExercisesUntried, exercise_problems, exercises_of
+from bot.engine.exercises import ExercisesUntried, exercise_findings, exercises_of
 from bot.engine.server_decks import Origin, ServerDecks
 from bot.engine.trials import TrialGate
 from bot.engine.tutor import Tutor
 from content.anki import export_apkg
 from content.importer import import_page
-from content.loader import line_finder, parse_deck
+from content.loader import Partial, line_finder, parse_deck
 from content.schema import Deck
-from content.untrusted import UntrustedDeck, decode, parse_untrusted
+from content.untrusted import NOTHING_ELSE, UntrustedDeck, decode, parse_untrusted, report
 from content.versions import accepts_changed
 from scheduler.storage.decks import DeckGone, DeckTaken, NewVersion, NoDeckLeft
 from scheduler.storage.store import Store
 
 
 class DeckRejected(TutorError):
-    """The upload was refused; nothing was stored. `problems`: "line N: message" lines."""
+    """The upload was refused; nothing was stored. `problems`: "line N, card <id>: message"
+    lines in line order; `notes`: what could not be checked because of them."""
 
-    def __init__(self, summary: str, problems: list[str] | None = None):
+    def __init__(self, summary: str, problems: list[str] | None = None,
+                 notes: list[str] | None = None):
         super().__init__(summary)
-        self.problems = problems or []
+        self.problems, self.notes = problems or [], notes or []
 
 
 @dataclass(frozen=True)
@@ -116,16 +118,32 @@ class CommunityDecks:
                                "file, or a .txt practice page to draft one from.")
         try:
             deck, text = parse_untrusted(data, check_limits)
+            found, partial, notes = [], Partial(deck), []
         except UntrustedDeck as exc:
-            raise DeckRejected(exc.summary, exc.problems) from None
+            if exc.found is None:  # refused before parsing: nothing else can be looked at
+                raise DeckRejected(exc.summary, exc.problems, [NOTHING_ELSE]) from None
+            text, found = exc.text, list(exc.found.problems)
+            partial, notes = exc.found.partial, list(exc.found.notes)
         store = self._store
-        row = store.decks.get(deck.id)
-        self._check_owner(guild_id, deck.id, row, line_finder(text)(("id",)))
-        if row is not None:
-            previous = parse_deck(store.decks.yaml(deck.id, row.version), deck.id,
-                                  giveaways=False)
-            _check_revs(previous, deck, row.version, line_finder(text))
-        return Checked(deck, text, row.version if row else 0)
+        row, taken = None, []
+        if partial is not None:  # the deck id and the stored version, however many cards fail
+            deck = partial.deck
+            row = store.decks.get(deck.id)
+            taken = self._taken(guild_id, deck.id, row, line_finder(text)(("id",)))
+            if row is not None and not taken:
+                previous = parse_deck(store.decks.yaml(deck.id, row.version), deck.id,
+                                      giveaways=False)
+                line = line_finder(text)
+                found += _rev_problems(previous, deck, row.version,
+                                       lambda path: line(partial.path(path)))
+        if found or taken:
+            if partial is not None and exercises_of(partial.deck):
+                notes.append("The behaviour exercises were not tried: they run in the sandbox "
+                             "once everything above is fixed.")
+            summary = taken[0][2] if taken and not found else (
+                f"The {'new version' if row else 'deck'} has problems; nothing was stored.")
+            raise DeckRejected(summary, report(text, found + [t[:2] for t in taken]), notes)
+        return Checked(partial.deck, text, row.version if row else 0)
 
     def trial(self, guild_id: int):
         """The server's one trial of exercises, held around `try_exercises`: TrialRefused
@@ -137,13 +155,13 @@ class CommunityDecks:
         """Run the deck's behaviour exercises in the sandbox (seconds; no database):
         DeckRejected with a reason per card when one fails."""
         try:
-            problems = exercise_problems(self.tutor.code_judge, checked.deck, checked.text,
+            problems = exercise_findings(self.tutor.code_judge, checked.deck, checked.text,
                                          guild_id)
         except ExercisesUntried as exc:
             raise DeckRejected(str(exc)) from None
         if problems:
             raise DeckRejected("The deck's behaviour exercises have problems; nothing was "
-                               "stored.", problems)
+                               "stored.", report(checked.text, problems))
 
     def store(self, guild_id: int, checked: Checked, uploaded_by: str) -> Uploaded:
         """Store a checked upload: refused when another was stored since its check."""
@@ -158,15 +176,17 @@ class CommunityDecks:
         self.live.refresh(force=True)
         return Uploaded(deck.id, deck.title, version, len(deck.cards), not checked.version)
 
-    def _check_owner(self, guild_id: int, deck_id: str, row, line: int) -> None:
+    def _taken(self, guild_id: int, deck_id: str, row, line: int) -> list[tuple[int, str, str]]:
+        """[(line, problem, summary)] when the deck id is another's."""
         if deck_id in self.live.bundled.decks:
-            raise DeckRejected(f"The deck id '{deck_id}' belongs to a deck that ships with "
-                               "the bot; give yours another id.",
-                               [f"line {line}: deck id '{deck_id}' is taken by a bundled deck"])
+            return [(line, f"deck id '{deck_id}' is taken by a bundled deck",
+                     f"The deck id '{deck_id}' belongs to a deck that ships with the bot; "
+                     "give yours another id.")]
         if row is not None and row.owner_guild_id != guild_id:
-            raise DeckRejected(f"The deck id '{deck_id}' belongs to another server's deck; "
-                               "give yours another id.",
-                               [f"line {line}: deck id '{deck_id}' is taken by another server"])
+            return [(line, f"deck id '{deck_id}' is taken by another server",
+                     f"The deck id '{deck_id}' belongs to another server's deck; give yours "
+                     "another id.")]
+        return []
 
     def enabled(self, guild_id: int) -> list[str]:
         """The deck ids this server plays (`ServerDecks.enabled`)."""
@@ -259,7 +279,7 @@ class CommunityDecks:
                 if needle in deck.title.casefold() or needle in deck_id]
 
 
-def _check_revs(old: Deck, new: Deck, version: int, line) -> None:
+def _rev_problems(old: Deck, new: Deck, version: int, line) -> list[tuple[int, str]]:
     """Learners keep their progress on a card unless its meaning_rev moved (the engine
     relearns a card whose stored rev is older), so revs may only go forward, and an edited
     card must bump rev: otherwise a changed card would keep stale progress."""
@@ -270,23 +290,22 @@ def _check_revs(old: Deck, new: Deck, version: int, line) -> None:
         if was is None:
             continue
         if card.rev < was.rev:
-            problems.append(f"line {line(('cards', i, 'rev'))}: rev {card.rev} is older than "
-                            f"rev {was.rev} of version {version}; revs only go up")
+            problems.append((line(("cards", i, "rev")), f"rev {card.rev} is older than "
+                            f"rev {was.rev} of version {version}; revs only go up"))
         elif card.meaning_rev < was.meaning_rev:
-            problems.append(f"line {line(('cards', i, 'content_rev'))}: content_rev "
+            problems.append((line(("cards", i, "content_rev")), f"content_rev "
                             f"{card.meaning_rev} is older than {was.meaning_rev} of version "
-                            f"{version}")
+                            f"{version}"))
         elif card.rev == was.rev and card != was:
-            problems.append(f"line {line(('cards', i, 'rev'))}: '{card.id}' changed since "
+            problems.append((line(("cards", i, "rev")), "the card changed since "
                             f"version {version} but its rev is still {card.rev}: bump rev "
-                            "(and content_rev when what it asks or accepts changed)")
+                            "(and content_rev when what it asks or accepts changed)"))
         elif card.meaning_rev == was.meaning_rev and (why := accepts_changed(was, card)):
-            problems.append(f"line {line(('cards', i, 'content_rev'))}: '{card.id}' accepts "
+            problems.append((line(("cards", i, "content_rev")), "the card accepts "
                             f"other answers than in version {version} ({why}) but its "
                             f"content_rev is still {card.meaning_rev}: set content_rev to its "
-                            "new rev, so learners who have it in play get it anew")
-    if problems:
-        raise DeckRejected("The new version has problems; nothing was stored.", problems)
+                            "new rev, so learners who have it in play get it anew"))
+    return problems
 
 
 def _draft(filename: str, data: bytes) -> Draft:

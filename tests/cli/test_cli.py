@@ -38,7 +38,8 @@ def test_deck_validate_reports_file_line_message_and_exits_1(tmp_path):
     assert result.returncode == 1
     lines = result.stdout.splitlines()
     colour_line = bad.read_text().splitlines().index("    colour: red") + 1
-    assert f"{bad}:{colour_line}: cards.0.fill_in.colour: Extra inputs are not permitted" in lines
+    assert (f"{bad}:{colour_line}: card gradient-accumulation/zero-grad: "
+            "cards.0.fill_in.colour: Extra inputs are not permitted") in lines
     assert any(line.startswith(f"{tmp_path / 'missing.yaml'}:1: cannot read") for line in lines)
 
 

@@ -62,17 +62,17 @@ def test_validate_refuses_an_alias_bomb_and_an_oversize_file_as_publish_does(tmp
     assert result.returncode == 1
     lines = result.stdout.splitlines()
     assert [line for line in lines if line.startswith(f"{bomb}:")] == [
-        f"{bomb}:5: the YAML expands to more than 100,000 nodes (aliases count as what they "
+        f"{bomb}:5: deck: the YAML expands to more than 100,000 nodes (aliases count as what they "
         "repeat)"]
     assert [line for line in lines if line.startswith(f"{big}:")] == [
-        f"{big}:1: the deck file is {big.stat().st_size / 1024:.0f} KiB; at most 256 KiB are "
+        f"{big}:1: deck: the deck file is {big.stat().st_size / 1024:.0f} KiB; at most 256 KiB are "
         "accepted"]
-    # An ordinary problem keeps the loader's file:line: message.
+    # An ordinary problem keeps the loader's file:line:, then names its card as uploads do.
     line = bad.read_text().splitlines().index("    mistake: nope") + 1
-    assert f"{bad}:{line}: unknown mistake id 'nope'" in lines
+    assert f"{bad}:{line}: card upload-basics/move: unknown mistake id 'nope'" in lines
     endless = tutor("deck", "validate", "/dev/zero")  # read up to the bound, no further
-    assert endless.stdout == "/dev/zero:1: the deck file is more than 256 KiB; at most 256 KiB " \
-                             "are accepted\n" and endless.returncode == 1
+    assert endless.stdout == "/dev/zero:1: deck: the deck file is more than 256 KiB; at most " \
+                             "256 KiB are accepted\n" and endless.returncode == 1
     published = tutor("deck", "publish", str(big), "--guild", "1", "--db",
                       str(tmp_path / "t.db"))
     assert published.returncode == 1 and "at most 256 KiB" in published.stderr
@@ -154,6 +154,6 @@ def test_publish_refuses_a_broken_exercise_per_card(tmp_path):
     refused = tutor("deck", "publish", str(deck), "--guild", "7", "--db", str(db))
     assert refused.returncode == 1
     [problem] = refused.stdout.splitlines()
-    assert re.fullmatch(rf"{deck}: line \d+: pytorch-exercises/stable-softmax: cases\(rng\) "
+    assert re.fullmatch(rf"{deck}: line \d+, card pytorch-exercises/stable-softmax: cases\(rng\) "
                         r"failed: TypeError: .*takes 0 positional arguments but 1 was given",
                         problem), problem

@@ -74,7 +74,9 @@ def test_validate_refuses_code_that_cannot_run_without_a_sandbox(tmp_path, fault
     path = written(tmp_path, old, new)
     result = tutor("deck", "validate", str(path))
     assert result.returncode == 1
-    assert result.stdout.splitlines() == [f"{path}:{line_of(path, at, after)}: {problem}"]
+    [said] = result.stdout.splitlines()  # the line, the card it is in, the problem
+    assert re.fullmatch(rf"{re.escape(str(path))}:{line_of(path, at, after)}: card "
+                        rf"python-exercises/[a-z-]+: {re.escape(problem)}", said), said
     assert "valid" not in result.stderr and "sandbox" not in result.stderr  # none started
 
 
@@ -87,7 +89,7 @@ def test_publish_refuses_those_faults_with_the_same_lines_and_stores_nothing(tmp
     published = tutor("deck", "publish", str(path), "--guild", "3", "--db", str(db))
     validated = tutor("deck", "validate", str(path))
     assert published.returncode == 1 and validated.returncode == 1
-    said = [re.sub(rf"^{re.escape(str(path))}: line (\d+): ", rf"{path}:\1: ", line)
+    said = [re.sub(rf"^{re.escape(str(path))}: line (\d+), ", rf"{path}:\1: ", line)
             for line in published.stdout.splitlines()]
     assert said == validated.stdout.splitlines() and len(said) == len(FAULTS)
     assert "python-exercises" not in tutor("deck", "list", "--db", str(db)).stdout
@@ -104,11 +106,11 @@ def test_a_version_that_raises_on_every_case_is_refused_by_validate_and_publish(
                "chunks return the wrong result the mistake gives")
     validated = tutor("deck", "validate", str(path), timeout=TRIAL_S)
     assert validated.returncode == 1, validated.stderr
-    assert validated.stdout.splitlines() == [f"{path}:{line}: {problem}"]
+    assert validated.stdout.splitlines() == [f"{path}:{line}: card {problem}"]
     published = tutor("deck", "publish", str(path), "--guild", "3", "--db",
                       str(tmp_path / "tutor.db"), timeout=TRIAL_S)
     assert published.returncode == 1
-    assert published.stdout.splitlines() == [f"{path}: line {line}: {problem}"]
+    assert published.stdout.splitlines() == [f"{path}: line {line}, card {problem}"]
 
 
 @pytest.mark.parametrize("given", ["torch", "[[torch]]", "{torch: 1}"])
@@ -119,10 +121,10 @@ def test_given_names_of_another_type_is_told_what_the_names_are_for(tmp_path, gi
     line = line_of(path, f"    given_names: {given}")
     assert result.returncode == 1
     assert result.stdout.splitlines() == [
-        f"{path}:{line}: cards.1.code.given_names: must be a YAML list of names, such as "
-        "[torch, F], or [] (or left out) when the code needs none: the names the card's "
-        "code may use without defining them (a behaviour card's are modules imported for "
-        "its code; F is torch.nn.functional)"]
+        f"{path}:{line}: card python-exercises/chunks: cards.1.code.given_names: must be a "
+        "YAML list of names, such as [torch, F], or [] (or left out) when the code needs "
+        "none: the names the card's code may use without defining them (a behaviour card's "
+        "are modules imported for its code; F is torch.nn.functional)"]
 
 
 def test_two_exercise_decks_validate_and_publish_at_the_first_try(tmp_path):

@@ -49,4 +49,5 @@ def test_an_upload_names_the_line_of_each_title():
         "title: Wrong attribute", 'title: "Wrong\\u2029attribute"')
     with pytest.raises(UntrustedDeck) as refused:
         parse_untrusted(text.encode())
-    assert [p.split(":")[0] for p in refused.value.problems] == ["line 3", "line 11"]
+    assert [p.split(":")[0] for p in refused.value.problems] == [
+        "line 3, deck", "line 11, mistake wrong_attribute"]

@@ -50,8 +50,9 @@ def test_an_entry_defined_only_inside_a_function_is_refused():
     text = with_reference("def outer():\n    def median(xs):\n        return xs[0]")
     line = text.splitlines().index("    reference: |") + 1
     assert problems(text) == [
-        f"line {line}: the reference does not define median, the card's entry: define it at "
-        "the top level (`def median(...):` or `class median:`), as the learner's code must"]
+        f"line {line}, card python-exercises/median: the reference does not define median, "
+        "the card's entry: define it at the top level (`def median(...):` or `class median:`), "
+        "as the learner's code must"]
 
 
 def test_code_that_parses_but_does_not_compile_is_refused():
@@ -62,6 +63,6 @@ def test_code_that_parses_but_does_not_compile_is_refused():
                   "              pass\n          return sorted(xs)[len(xs) // 2]\n")
     line = text.splitlines().index("        median_even_upper: |") + 1
     assert problems(text) == [
-        f"line {line}: version median_even_upper does not compile (its line 3 "
-        "`return sorted(xs)[len(xs) // 2]`: SyntaxError: 'return' outside function): fix "
-        "the code"]
+        f"line {line}, card python-exercises/median: version median_even_upper does not "
+        "compile (its line 3 `return sorted(xs)[len(xs) // 2]`: SyntaxError: 'return' outside "
+        "function): fix the code"]

@@ -64,9 +64,10 @@ def test_a_behaviour_card_needs_its_exercise_with_a_version_per_mistake():
                                "mistakes: [softmax_overflow]")
     with pytest.raises(UntrustedDeck) as refused:
         parse_untrusted(unlisted.encode(), check_limits)
-    assert [p.split(": ", 1)[1] for p in refused.value.problems] == [
-        "version 'softmax_wrong_axis' is not one of the card's mistakes: list it there too",
-        "mistake 'softmax_wrong_axis' is never used by a card"]
+    assert [p.split(": ", 1)[1] for p in refused.value.problems] == [  # in line order
+        "mistake 'softmax_wrong_axis' is never used by a card",
+        "version 'softmax_wrong_axis' is not one of the card's mistakes: list it there too"]
+    assert refused.value.problems[0].split(": ")[0].endswith(", mistake softmax_wrong_axis")
     stray = example.replace("    checker: behaviour", "    checker: train_loop", 1)
     with pytest.raises(UntrustedDeck) as refused:
         parse_untrusted(stray.encode(), check_limits)
@@ -83,7 +84,7 @@ def test_the_importers_draft_is_refused_for_its_placeholders_only():
     problems = refused.value.problems
     assert problems and all("a draft's placeholder" in p for p in problems), problems
     for line in problems:  # each names the line of the text it quotes
-        number, quoted = re.match(r'line (\d+): .*?\("(.{8})', line).groups()
+        number, quoted = re.match(r'line (\d+), .*?\("(.{8})', line).groups()
         assert quoted in text.splitlines()[int(number) - 1] + text.splitlines()[int(number)]
 
 

@@ -28,11 +28,13 @@ def titled(title: str, mistake_title: str = "Thinking to() works in place") -> s
             .replace("title: Thinking to() works in place", f"title: {mistake_title}"))
 
 
-MULTILINE = {  # the file, the line and what it names
-    "a deck title": (titled(f'"Tensor basics\\n{FAKE}\\n{LURE}"'), 3, "the deck title"),
-    "a line separator": (titled('"Tensor basics\\u2028# Played here"'), 3, "the deck title"),
+MULTILINE = {  # the file, the line, and what it belongs to and names
+    "a deck title": (titled(f'"Tensor basics\\n{FAKE}\\n{LURE}"'), 3,
+                     "deck: the deck title"),
+    "a line separator": (titled('"Tensor basics\\u2028# Played here"'), 3,
+                         "deck: the deck title"),
     "a mistake title": (titled("Tensor basics", f'"In place\\n{FAKE}"'), 8,
-                        "the title of mistake 'in_place'"),
+                        "mistake in_place: the title of mistake 'in_place'"),
 }
 
 
@@ -44,7 +46,7 @@ async def test_a_title_on_several_lines_is_refused(world, simcord_env, bot_tutor
     up = final(await admin_of(simcord_env, guild).slash(
         channel, "deck upload", file=("evil.yaml", text.encode())))
     assert up.content.startswith("**evil.yaml** was refused: The deck has problems")
-    assert f"\nline {line}: {what} must be one line: titles are shown inside lists" in (
+    assert f"\nline {line}, {what} must be one line: titles are shown inside lists" in (
         up.content), up.content
     untouched(engine_of(bot_tutor).decks, guild.id, before)
 

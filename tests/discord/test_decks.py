@@ -13,7 +13,7 @@ import discord
 import pytest
 import simcord
 
-from bot.discord_ui.decks import show_embeds
+from bot.discord_ui.decks import NEXT_STEP, show_embeds
 from bot.engine.tutor import Tutor
 from content.loader import DeckLibrary, parse_deck
 from tests.helpers.clock import store_now
@@ -116,9 +116,10 @@ async def test_a_refused_upload_shows_its_problems_and_stores_nothing(world, adm
     assert message.content.startswith("**tensors.yaml** was refused: ")
     assert "nothing was stored" in message.content.lower() and len(message.content) <= 2000
     shown = await text_of(message)
-    assert re.search(r"^line \d+: ", shown, re.M), shown
+    assert re.search(r"^line \d+, (card \S+|mistake \S+|deck): ", shown, re.M), shown
     if bad:
-        assert f"line {line_of(text, bad)}: " in shown, shown
+        assert f"line {line_of(text, bad)}, " in shown, shown
+    assert message.content.endswith(NEXT_STEP)
     untouched(decks, guild.id, before)
 
 
@@ -136,8 +137,43 @@ async def test_problems_that_do_not_fit_in_a_message_come_as_a_file(world, admin
     assert len(message.content) <= 2000 and "more lines in **many.problems.txt**" in (
         message.content)
     [attached] = message.attachments
-    problems = (await attached.read()).decode().splitlines()
-    assert len(problems) > 60 and all(p.startswith("line ") for p in problems)
+    lines = (await attached.read()).decode().splitlines()
+    problems = [p for p in lines if p.startswith("line ")]
+    assert len(problems) > 60 and lines[-1] == NEXT_STEP
+    assert message.content.endswith(f"**many.problems.txt**.\n{NEXT_STEP}")
+    untouched(decks, guild.id, before)
+
+
+async def test_one_upload_reports_a_cards_schema_problem_and_anothers_content_in_line_order(
+        world, admin, decks):
+    """A schema problem in one card hides nothing of another card's content problems (an
+    unregistered mistake id, a hint that gives the answer away): one upload names them
+    all, in line order, each with its card, and says what comes next."""
+    guild, channel, *_ = world
+    text = (DECK.replace("mistake: in_place, says: It returns",
+                         "mistake: no_such_mistake, says: It returns")
+            .replace("hint: Does the call change x itself?",
+                     "hint: You get a new tensor on the GPU.")
+            .replace("    topics: [devices]\n    prompt: Print", "    topics: [devices]\n"
+                     "    prompt: Print", 1)
+            .replace("    difficulty: easy\n    topics: [devices]\n    prompt: Print",
+                     "    difficulty: impossible\n    topics: [devices]\n    prompt: Print"))
+    before = decks.summaries(guild.id)
+    message = final(await admin.slash(channel, "deck upload",
+                                      file=("tensors.yaml", text.encode())))
+    assert message.ephemeral and len(message.content) <= 2000
+    problems = [p for p in message.content.splitlines() if p.startswith("line ")]
+    lines = [int(re.match(r"line (\d+), ", p)[1]) for p in problems]
+    assert lines == sorted(lines) and len(problems) == 3, problems
+    mistake, hint, schema = problems
+    assert mistake.startswith(f"line {line_of(text, 'no_such_mistake')}, card tensor-basics/"
+                              "move: unknown mistake id") and "no_such_mistake" in mistake
+    assert hint.startswith(f"line {line_of(text, 'hint: You get')}, card tensor-basics/move: "
+                           "hint gives away")
+    assert schema.startswith(f"line {line_of(text, 'difficulty: impossible')}, card "
+                             "tensor-basics/shape: ") and "difficulty" in schema
+    assert "left out of the content checks" in message.content
+    assert message.content.endswith(NEXT_STEP)
     untouched(decks, guild.id, before)
 
 

@@ -58,12 +58,12 @@ def card(index: int, **changes):
 
 def test_a_file_over_256_kib_is_refused_before_parsing(decks):
     error = refused(decks, b"id: x\n" + b"# padding\n" * 30_000)
-    assert "256 KiB" in error.problems[0] and error.problems[0].startswith("line 1:")
+    assert "256 KiB" in error.problems[0] and error.problems[0].startswith("line 1, deck: ")
 
 
 def test_malformed_yaml_names_its_line(decks):
     error = refused(decks, b"id: upload-basics\ntitle: [unclosed\ncards: 1\n")
-    assert error.problems[0].startswith("line 3: YAML")
+    assert error.problems[0].startswith("line 3, deck: YAML")
 
 
 def test_an_alias_bomb_is_refused_quickly(decks):
@@ -81,7 +81,7 @@ def test_schema_and_lint_problems_come_back_as_line_messages(decks):
     data = deck_yaml(lambda d: d["cards"][0]["options"][1].update(mistake="nope"))
     error = refused(decks, data)
     line = data.decode().splitlines().index("    mistake: nope") + 1
-    assert f"line {line}: unknown mistake id 'nope'" in error.problems
+    assert f"line {line}, card upload-basics/move: unknown mistake id 'nope'" in error.problems
 
 
 def test_more_than_500_cards_are_refused(decks):
@@ -127,7 +127,7 @@ def test_the_giveaway_pragma_is_refused_and_the_checks_run(decks):
     text = "# tutor-lint: allow-giveaways\n" + deck_yaml(
         card(0, hint="The answer: a new tensor on the GPU")).decode()
     problems = refused(decks, text.encode()).problems
-    assert problems[0].startswith("line 1: '# tutor-lint: allow-giveaways'")
+    assert problems[0].startswith("line 1, deck: '# tutor-lint: allow-giveaways'")
     assert any("hint" in p for p in problems[1:])
 
 
@@ -139,7 +139,7 @@ def test_ids_of_bundled_and_other_servers_decks_are_taken(decks):
     other = refused(decks, deck_yaml(), guild=OTHER)
     line = deck_yaml().decode().splitlines().index("id: upload-basics") + 1
     assert "another server" in str(other) and other.problems == [
-        f"line {line}: deck id 'upload-basics' is taken by another server"]
+        f"line {line}, deck: deck id 'upload-basics' is taken by another server"]
     assert decks.tutor.store.decks.get("upload-basics").version == 1
 
 

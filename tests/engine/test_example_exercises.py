@@ -100,7 +100,7 @@ def test_a_broken_exercise_is_refused_per_card_and_nothing_is_stored(decks):
         decks.upload(GUILD, "broken.yaml", broken.encode(), "author")
     lines = broken.splitlines()
     problems = refused.value.problems
-    assert [re.sub(r"^line \d+: ", "", p) for p in problems] == [
+    assert [re.sub(r"^line \d+, card ", "", p) for p in problems] == [
         "pytorch-exercises/stable-softmax: the reference raised on case 1: line 2: "
         "AttributeError: 'Tensor' object has no attribute 'maxx'",
         "pytorch-exercises/causal-mask: version mask_fills_zero cannot be told apart from "
@@ -109,7 +109,7 @@ def test_a_broken_exercise_is_refused_per_card_and_nothing_is_stored(decks):
         "mean_of_sequence_means cannot be told apart on these cases",
     ]
     for problem in problems:  # each names its card's behaviour block
-        number = int(problem.split(":")[0].removeprefix("line "))
+        number = int(problem.split(",")[0].removeprefix("line "))
         assert lines[number - 1].strip() == "behaviour:", problem
     assert "pytorch-exercises" not in {s.deck_id for s in decks.summaries(GUILD)}
 
