@@ -30,6 +30,7 @@ from bot.engine import (
     has_code_options,
     when,
 )
+from content.schema import ChoiceCard
 
 log = logging.getLogger(__name__)
 FENCED = re.compile(r"```(?:py|python|python3)?[ \t]*\n(?P<code>.*?)```", re.S | re.I)
@@ -226,7 +227,8 @@ class CardHandlers:
                     "new": "learn"}.get(
                 verdict.served.kind, "practice")
             embeds = [render.card_embed(card, verdict.served, finished=True), feedback]
-            view = render.next_view(mode, None)
+            view = render.after_options(card, verdict, mode) if isinstance(card, ChoiceCard) \
+                and card.solution else render.next_view(mode, None)
         else:
             embeds = [render.card_embed(card, verdict.served), feedback]
             view = render.card_view(card, verdict.served)

@@ -159,9 +159,8 @@ def feedback_embed(card: AnyCard, verdict: Verdict, today: date | None) -> disco
         if fb.answer is not None:
             parts.append(answer_text(fb.answer, fb.answer_is_code, fb.answer_letter,
                                      fb.answer_code))
-        parts.append("\n".join(f"{i}. **{markdown(t)}**: {markdown(d)}"
-                               for i, (t, d) in enumerate(fb.steps, 1))
-                     or markdown(fb.explanation))
+        if not fb.steps:  # a multiple-choice card's steps are a button away (after_options)
+            parts.append(markdown(fb.explanation))
         parts.append(f"**Takeaway:** {markdown(fb.takeaway)}")
         if fb.next_review:
             parts.append(f"Next review of this card: **{fb.next_review}**.")
@@ -313,8 +312,8 @@ def after_code(card: AnyCard, verdict: Verdict) -> discord.ui.View:
 
 
 def after_options(card: ChoiceCard, verdict: Verdict, mode: str) -> discord.ui.View:
-    """Under a finished verdict on a card whose options are code: Next, and its solution's
-    steps on request."""
+    """Under a finished multiple-choice verdict: Next, and its solution's steps on request
+    (inline they would take a phone's screen)."""
     return c.RoutedView([[c.NextButton.make(mode, None),
                           c.ReferenceButton.make(verdict.served.serve_id,
                                                  reference_label(card))]])

@@ -32,7 +32,6 @@ from bot.engine.errors import (
     TryAgain,
     TutorError,
 )
-from bot.engine.feedback import has_code_options
 from bot.engine.judging import Response
 from bot.engine.outcomes import Verdict
 from bot.engine.plays import Plays
@@ -237,16 +236,17 @@ class ServedCards:
         return playing
 
     def reference(self, serve_id: str, learner: Learner | str) -> CodeCard | ChoiceCard:
-        """A code card (or a card whose options are code) this learner finished, to show
-        its solution (Gone, NotYours; an unfinished card's stays hidden: InvalidAnswer)."""
+        """A code card or a multiple-choice card this learner finished, to show its
+        solution: the reference, or the steps (Gone, NotYours; an unfinished card's stays
+        hidden: InvalidAnswer)."""
         row = self.store.served.load(serve_id)
         if row is None:
             raise Gone
         if row.owner != _external_id(learner):
             raise NotYours
         card = self.tutor.card(Served.from_json(row.served))
-        if not (isinstance(card, CodeCard) or has_code_options(card)):
-            raise InvalidAnswer("This card has no code to show.")
+        if not isinstance(card, CodeCard | ChoiceCard):
+            raise InvalidAnswer("This card has no solution to show.")
         if not row.finished:
             raise InvalidAnswer("The solution is shown once the card is answered.")
         return card

@@ -94,4 +94,5 @@ async def test_a_card_whose_answer_was_counted_without_feedback_can_go_on(world,
     again = await choose(ann, stale.response, RIGHT)
     assert again.response.embeds[1].title == "Correct, on attempt 2."
     assert len(store.reviews.on_day(learner_of(store, ann).id, store_now().date())) == 1
-    assert [cid.split(":")[1] for cid in custom_ids(again.response)] == ["next"]
+    # Finished: Next, and the solution's steps on request.
+    assert [cid.split(":")[1] for cid in custom_ids(again.response)] == ["next", "ref"]

@@ -109,7 +109,12 @@ async def test_multiple_choice_buttons_explain_the_chosen_option(world, store):
     right = await choose(ann, wrong.response, RIGHT)
     assert right.response.embeds[1].title == "Correct, on attempt 2."
     assert explanation in right.response.embeds[1].description
-    assert "1. **" in right.response.embeds[1].description  # the step-by-step solution
+    # The step-by-step solution is a button away (a phone's screen is the limit).
+    assert "1. **" not in right.response.embeds[1].description
+    steps = (await ann.click(right.response, label="Why this is right")).response
+    assert steps.ephemeral
+    assert steps.embeds[0].description.startswith(
+        f"1. **{deck_card.solution[0].title}**: ")
 
 
 async def test_the_bot_keeps_no_copy_of_a_card_s_controls(world, simcord_bot):
