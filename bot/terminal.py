@@ -19,6 +19,7 @@ from bot.engine import (
     TryAgain,
     TutorError,
     Verdict,
+    counted,
     feedback_of,
     lettered,
     numbered_code,
@@ -79,7 +80,9 @@ class Console:
         skipped = [c for c in self.tutor.library.cards(self.deck_id)
                    if isinstance(c, CodeCard) and self.tutor.code_judge is None]
         if skipped:
-            self.say(f"({len(skipped)} code card(s) need the sandbox and are skipped here.)")
+            self.say(f"({counted(len(skipped), 'code card')} "
+                     f"{'needs' if len(skipped) == 1 else 'need'} the sandbox and "
+                     f"{'is' if len(skipped) == 1 else 'are'} skipped here.)")
         self._status()
         self.say("Answer with a letter or the option's text; ? shows a hint, q quits.")
         try:
@@ -103,7 +106,7 @@ class Console:
 
     def _farewell(self) -> None:
         p = self.tutor.progress(self.learner, self.deck_id, scheduler=self.scheduler)
-        self.say(f"Answered {self.answered} card(s) this session.")
+        self.say(f"Answered {counted(self.answered, 'card')} this session.")
         if p.due_now or p.drills_left:
             self.say(f"Still waiting today: {p.due_now} due, {p.drills_left} to drill again.")
         elif p.next_due:
@@ -225,8 +228,9 @@ class Console:
         tokens = [t for t in re.split(r"[\s,]+", line) if t]
         if len(tokens) != len(card.blanks):
             raise ValueError(
-                f"This card has {len(card.blanks)} blank(s): give {len(card.blanks)} "
-                f"answer(s) in order, e.g. '{' '.join(LETTERS[: len(card.blanks)].lower())}'."
+                f"This card has {counted(len(card.blanks), 'blank')}: give "
+                f"{counted(len(card.blanks), 'answer')} in order, e.g. "
+                f"'{' '.join(LETTERS[: len(card.blanks)].lower())}'."
             )
         pairs = zip(card.blanks, tokens, strict=True)
         return {blank.id: self._pick(card, served, token) for blank, token in pairs}
@@ -257,7 +261,7 @@ class Console:
             self._wrapped(fb.retry_note)
             return
         if not fb.finished:
-            self.say(f"  {fb.attempts_left} attempt(s) left. Try again"
+            self.say(f"  {counted(fb.attempts_left, 'attempt')} left. Try again"
                      + (", or ? for a hint." if fb.hint_left else "."))
             return
         if fb.answer is not None:

@@ -36,7 +36,7 @@ def tried_exercises(decks: list, run: bool) -> tuple[list[str], list[str], int]:
     makes, unless not `run`: (problems as file:line: card <id>: message, notes on what was tried and
     what was not, how many files' were not run). The sandbox starts as publish starts it
     (its own service, or SANDBOX_ADDRESS), only when a deck has exercises."""
-    from bot.engine import ExercisesUntried, exercise_findings, exercises_of
+    from bot.engine import ExercisesUntried, counted, exercise_findings, exercises_of
     from content.untrusted import labelled, read_text
 
     decks = [(path, deck) for path, deck in decks if exercises_of(deck)]
@@ -63,8 +63,9 @@ def tried_exercises(decks: list, run: bool) -> tuple[list[str], list[str], int]:
             problems += [f"{path}:{line}: {message}"  # as publish and uploads name them
                          for line, message in labelled(text, found)]
             if not found:
-                notes.append(f"{path}: its {len(exercises_of(deck))} behaviour exercise(s) "
-                             "were tried in the sandbox, as publish tries them: no problems")
+                tried = counted(len(exercises_of(deck)), "behaviour exercise")
+                notes.append(f"{path}: its {tried} were tried in the sandbox, as publish "
+                             "tries them: no problems")
     finally:
         code.stop()
     return problems, notes, untried

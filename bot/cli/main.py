@@ -64,7 +64,7 @@ def cmd_deck_validate(args) -> int:
     them (unless --no-sandbox), and what was not run is said. A valid file's notes (a
     mistake only one card tests: remediation needs two) go to stderr."""
     from bot.cli.deck import tried_exercises
-    from bot.engine import check_limits
+    from bot.engine import check_limits, counted
     from content.loader import DeckError, deck_files
     from content.untrusted import file_notes, load_file
 
@@ -84,7 +84,7 @@ def cmd_deck_validate(args) -> int:
     for note in [*notes, *said]:  # on stderr: a note is no problem, and changes no exit status
         print(note, file=sys.stderr)
     if not problems and not tried:
-        print(f"{len(files)} deck file(s) valid" + (
+        print(f"{counted(len(files), 'deck file')} valid" + (
             f"; the behaviour exercises of {untried} were not run (above)." if untried
             else "."), file=sys.stderr)
     return 1 if problems or tried or not files else 0
@@ -102,6 +102,7 @@ def cmd_deck_dump(args) -> int:
 
 def cmd_deck_import(args) -> int:
     """Draft a deck from a practice page; every guess is flagged for an editor."""
+    from bot.engine import counted
     from content.importer import import_file
     from content.untrusted import Refused
 
@@ -116,13 +117,14 @@ def cmd_deck_import(args) -> int:
     except (OSError, ValueError) as exc:
         print(f"{args.page}: {exc}", file=sys.stderr)
         return 1
-    print(f"Wrote {args.output}: a draft with {len(notes)} thing(s) to review:")
+    print(f"Wrote {args.output}: a draft with {counted(len(notes), 'thing')} to review:")
     for note in notes:
         print(f"  - {note}")
     return 0
 
 
 def cmd_deck_export(args) -> int:
+    from bot.engine import counted
     from content.anki import export_apkg
 
     library = load_library(args.deck)
@@ -131,7 +133,7 @@ def cmd_deck_export(args) -> int:
         print("Several decks are loaded: choose one with --deck", file=sys.stderr)
         return 2
     count = export_apkg(decks[0], args.anki)
-    print(f"Wrote {args.anki}: {count} note(s) from '{decks[0].id}' for Anki.")
+    print(f"Wrote {args.anki}: {counted(count, 'note')} from '{decks[0].id}' for Anki.")
     return 0
 
 

@@ -99,7 +99,7 @@ def test_validate_notes_each_mistake_only_one_card_tests_without_failing(tmp_pat
     notes = [n for n in result.stderr.splitlines() if "note:" in n]
     assert notes == [f"{deck}:{line}: note: mistake 'wrong_attribute' is tested by one card "
                      "only (upload-basics/shape): remediation needs two"]
-    assert "1 deck file(s) valid." in result.stderr
+    assert "1 deck file valid." in result.stderr
 
 
 def test_import_refuses_an_oversize_page_before_drafting(tmp_path):

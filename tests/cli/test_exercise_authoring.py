@@ -16,7 +16,7 @@ from tests.helpers.paths import FIXTURES, REPO
 
 OWN = FIXTURES / "python-exercises.yaml"
 TEXT = OWN.read_text()
-TRIED = "behaviour exercise(s) were tried in the sandbox, as publish tries them: no problems"
+TRIED = "behaviour exercises were tried in the sandbox, as publish tries them: no problems"
 TRIAL_S = 240  # a run that tries exercises in the sandbox: three runs each, on a busy host
 
 
@@ -134,7 +134,7 @@ def test_two_exercise_decks_validate_and_publish_at_the_first_try(tmp_path):
     assert validated.returncode == 0 and validated.stdout == "", validated.stderr
     notes = validated.stderr.splitlines()
     assert f"{EXAMPLE}: its 3 {TRIED}" in notes and f"{OWN}: its 3 {TRIED}" in notes
-    assert "2 deck file(s) valid." in notes
+    assert "2 deck files valid." in notes
     db, answer = tmp_path / "tutor.db", tmp_path / "chunks.py"
     published = tutor("deck", "publish", str(OWN), "--guild", "5", "--db", str(db),
                       timeout=TRIAL_S)
@@ -156,7 +156,7 @@ def test_validate_says_plainly_when_the_exercises_were_not_run(how):
     assert result.returncode == 0 and result.stdout == "", result.stderr
     why = "--no-sandbox" if how == "--no-sandbox" else "the code runner cannot be reached"
     assert f"{OWN}: behaviour exercises not run ({why}" in result.stderr
-    assert result.stderr.splitlines()[-1] == ("1 deck file(s) valid; the behaviour exercises "
+    assert result.stderr.splitlines()[-1] == ("1 deck file valid; the behaviour exercises "
                                               "of 1 were not run (above).")
     assert TRIED not in result.stderr
 

@@ -33,11 +33,11 @@ def test_a_wrong_chip_is_explained_then_the_right_one_is_scheduled(tutor):
     assert sorted(chips.values()) == ["A", "B", "C"]
     assert "You chose 'step' for [1]: step() updates the weights." in text
     assert "Common mistake - Wrong method: That method does something else entirely." in text
-    assert "2 attempt(s) left." in text
+    assert "2 attempts left." in text
     assert "Correct, on attempt 2." in text
     assert "Next review of this card: tomorrow." in text
     assert "Takeaway: Clear, then accumulate." in text
-    assert "(1 code card(s) need the sandbox and are skipped here.)" in text
+    assert "(1 code card needs the sandbox and is skipped here.)" in text
 
 
 def test_multi_blank_answers_by_letter_or_text_and_only_wrong_blanks_are_explained(tutor):
@@ -53,8 +53,8 @@ def test_multi_blank_answers_by_letter_or_text_and_only_wrong_blanks_are_explain
 def test_bad_input_costs_no_attempt_and_says_what_is_expected(tutor):
     text = play(tutor, ["z", letters("zero_grad", "step"), "", letters("zero_grad"), "q"])
     assert "'z' is not one of the options (A-C)." in text
-    assert "This card has 1 blank(s): give 1 answer(s) in order, e.g. 'a'." in text
-    assert "Correct!" in text and "attempt(s) left" not in text
+    assert "This card has 1 blank: give 1 answer in order, e.g. 'a'." in text
+    assert "Correct!" in text and "attempts left" not in text
 
 
 def test_three_misses_reveal_the_answer_and_the_hint_is_shown(tutor):
@@ -98,7 +98,7 @@ def test_a_typed_letter_answers_the_option_shown_under_it(tutor):
 def test_a_finished_session_says_when_the_next_review_is(tutor, clock):
     text = play(tutor, ["zero_grad", "accumulation_steps backward",
                         letters("To average gradients over the micro-batches")])
-    assert "Answered 3 card(s) this session." in text
+    assert "Answered 3 cards this session." in text
     assert "All caught up. Next review: tomorrow." in text
     clock.advance(days=1)
     text = play(tutor, ["q"])
@@ -162,7 +162,7 @@ def test_piped_session_through_the_cli_persists_progress(tmp_path):
     again = subprocess.run(command, input="q\n", capture_output=True, text=True,
                            env=_env(), cwd=tmp_path, timeout=60)
     assert "0 due now, 9 new left today." in again.stdout
-    assert "Answered 0 card(s) this session." in again.stdout
+    assert "Answered 0 cards this session." in again.stdout
 
 
 def test_a_learner_in_a_real_terminal(tmp_path):
@@ -179,12 +179,12 @@ def test_a_learner_in_a_real_terminal(tmp_path):
     child.expect("Answer > ")
     child.sendline(letter_of(card, "backward").lower())
     child.expect("You chose 'backward'")
-    child.expect("2 attempt\\(s\\) left")
+    child.expect("2 attempts left")
     child.sendline(letter_of(card, "zero_grad"))
     child.expect("Correct, on attempt 2.")
     child.expect("Answer > ")  # the next card
     child.sendcontrol("d")
-    child.expect("Answered 1 card\\(s\\) this session.")
+    child.expect("Answered 1 card this session.")
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
@@ -234,7 +234,7 @@ def test_the_terminal_explains_each_mistake_once_when_the_card_is_done(tutor):
     # Before the last try: what each wrong pick does, in a line, and how to go on.
     assert "Common mistake" not in before
     assert "You chose 'accumulation_steps' for [2]: an int cannot be called." in before
-    assert "  2 attempt(s) left. Try again, or ? for a hint." in before
+    assert "  2 attempts left. Try again, or ? for a hint." in before
     wrong_method = "Common mistake - Wrong method: That method does something else entirely."
     assert done.count(wrong_method) == 1
     assert "Common mistake - Wrong divisor: Divide by the number" in done
