@@ -156,19 +156,10 @@ def feedback_embed(card: AnyCard, verdict: Verdict, today: date | None) -> disco
     elif not fb.finished and not isinstance(card, CodeCard):
         parts.append(go_on(card, verdict.served, fb))
     if fb.finished:
-        if fb.answer is not None:
-            parts.append(answer_text(fb.answer, fb.answer_is_code, fb.answer_letter,
-                                     fb.answer_code))
-        if not fb.steps:  # a multiple-choice card's steps are a button away (after_options)
-            parts.append(markdown(fb.explanation))
-        parts.append(f"**Takeaway:** {markdown(fb.takeaway)}")
-        if fb.next_review:
-            parts.append(f"Next review of this card: **{fb.next_review}**.")
-    embed = AnswerEmbed(title=title, colour=colour, description=clip(
-        "\n\n".join(p for p in parts if p), DISCORD.embed_description))
-    if fb.duplicate:
-        embed.set_footer(text="This answer was already recorded.")
-    elif fb.retry:
+        # A multiple-choice card's steps are a button away (after_options).
+        parts += _ending(fb, fb.answer_is_code, None if fb.steps else fb.explanation)
+    embed = _verdict_embed(title, colour, parts, fb)
+    if fb.retry and not fb.duplicate:
         embed.set_footer(text=RUN_RULE)
     return embed
 
@@ -227,11 +218,25 @@ def _code_option_verdict(card: AnyCard, verdict: Verdict, fb: Feedback) -> disco
     if not fb.finished:
         parts.append(go_on(card, verdict.served, fb))
     if fb.finished:
-        if fb.answer is not None:
-            parts.append(answer_text(fb.answer, False, fb.answer_letter, fb.answer_code))
-        parts.append(f"**Takeaway:** {markdown(fb.takeaway)}")  # the steps: a button away
-        if fb.next_review:
-            parts.append(f"Next review of this card: **{fb.next_review}**.")
+        parts += _ending(fb, False, None)  # the steps: a button away
+    return _verdict_embed(title, colour, parts, fb)
+
+
+def _ending(fb: Feedback, answer_is_code: bool, explanation: str | None) -> list[str]:
+    """What a finished verdict ends with: the answer, the explanation where one is shown
+    here, the takeaway and the next review."""
+    parts = []
+    if fb.answer is not None:
+        parts.append(answer_text(fb.answer, answer_is_code, fb.answer_letter, fb.answer_code))
+    if explanation:
+        parts.append(markdown(explanation))
+    parts.append(f"**Takeaway:** {markdown(fb.takeaway)}")
+    if fb.next_review:
+        parts.append(f"Next review of this card: **{fb.next_review}**.")
+    return parts
+
+
+def _verdict_embed(title: str, colour: int, parts: list[str], fb: Feedback) -> AnswerEmbed:
     embed = AnswerEmbed(title=title, colour=colour, description=clip(
         "\n\n".join(p for p in parts if p), DISCORD.embed_description))
     if fb.duplicate:
