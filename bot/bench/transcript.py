@@ -32,56 +32,8 @@ COMMAND = "python -m bot.bench.transcript"
 START = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 WAIT_S = 60.0  # a bound for a hung bot only: each wait ends when the bot has answered
 
-SMALL_DECK = """\
-id: tensor-basics
-title: Tensor basics
-description: Moving tensors between devices and reading their shape.
-version: 1
-mistakes:
-  - id: in_place
-    title: Thinking to() works in place
-    explanation: to() returns a new tensor; the original stays on its device.
-  - id: wrong_attribute
-    title: Wrong attribute
-    explanation: A tensor's dimensions are in its shape attribute.
-cards:
-  - id: tensor-basics/move
-    type: multiple_choice
-    rev: 1
-    difficulty: easy
-    topics: [devices]
-    prompt: What does x.to("cuda") return?
-    options:
-      - {id: copy, text: A new tensor on the GPU, correct: true}
-      - {id: none, text: Nothing at all, mistake: in_place, says: It returns a tensor.}
-      - {id: same, text: The very same x object, mistake: in_place, says: x is left as it was.}
-    hint: Does the call change x itself?
-    solution:
-      - {title: Read the docs, detail: to() returns a tensor on the requested device.}
-      - {title: Answer, detail: x stays where it was; keep the result.}
-    takeaway: Keep the result of to(); it is not in place.
-  - id: tensor-basics/shape
-    type: fill_in
-    rev: 1
-    difficulty: easy
-    topics: [devices]
-    prompt: Print the dimensions of the tensor.
-    code: |
-      print(x.[[attr]])
-    chips:
-      - {id: shape, text: shape}
-      - {id: device, text: device}
-      - {id: dtype, text: dtype}
-    blanks:
-      - id: attr
-        answer: shape
-        wrong:
-          device: {mistake: wrong_attribute, says: device says where the tensor lives.}
-          dtype: {mistake: wrong_attribute, says: dtype is the element type.}
-    hint: Which attribute lists the sizes of each dimension?
-    explanation: The shape attribute holds the size of every dimension.
-    takeaway: Dimensions live in the shape attribute.
-"""
+# The small community deck root uploads: the project's example of one.
+SMALL_DECK = (REPO / "content" / "examples" / "tensor-basics.yaml").read_text(encoding="utf-8")
 
 # Every step of the session, in order: the test checks that each one is in the transcript.
 STEPS = ("/learn", "picks a wrong answer", "picks the right answer", "/review",

@@ -403,9 +403,9 @@ def test_library_loads_the_bundled_decks():
 def test_a_mistake_id_is_resolved_in_its_own_deck():
     """Any deck may reuse a mistake id: a lookup names the deck and never finds another's."""
     from bot.engine.misconceptions import mistake_title
-    from tests.helpers.paths import FIXTURES
+    from tests.helpers.paths import COMMUNITY_DECK
 
-    text = (FIXTURES / "community.yaml").read_text(encoding="utf-8")
+    text = COMMUNITY_DECK
     theirs = text.replace("tensor-basics", "aaa").replace("Thinking to() works in place",
                                                           '"[Prize](https://evil.example)"')
     library = DeckLibrary([parse_deck(theirs), parse_deck(text)])

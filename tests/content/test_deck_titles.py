@@ -8,9 +8,9 @@ import pytest
 from content.loader import parse_deck
 from content.titles import title_problems
 from content.untrusted import UntrustedDeck, parse_untrusted
-from tests.helpers.paths import FIXTURES
+from tests.helpers.paths import COMMUNITY_DECK
 
-DECK = (FIXTURES / "community.yaml").read_text(encoding="utf-8")
+DECK = COMMUNITY_DECK
 
 
 def titled(**titles: str):

@@ -19,7 +19,7 @@ from content.placeholders import is_placeholder, placeholder_problems
 from content.untrusted import UntrustedDeck, parse_untrusted
 from content.versions import accepts_changed
 from tests.helpers.exercises import EXAMPLE
-from tests.helpers.paths import FIXTURES
+from tests.helpers.paths import COMMUNITY_DECK, FIXTURES
 
 BUNDLED = DECKS_DIR / "gradient-accumulation.yaml"
 
@@ -97,7 +97,7 @@ def test_placeholders_in_prose_only():
     assert placeholder_problems(deck.model_copy(update={"cards": [starter]})) == []
 
 
-DECK = (FIXTURES / "community.yaml").read_text()
+DECK = COMMUNITY_DECK
 
 
 DTYPE = "          dtype: {mistake: wrong_attribute, says: dtype is the element type.}\n"

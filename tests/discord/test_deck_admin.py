@@ -17,11 +17,11 @@ from scheduler.storage.decks import DeckQueries
 from scheduler.storage.store import Store
 from tests.helpers.discord import card_id_of, final
 from tests.helpers.engines import engine_of
-from tests.helpers.paths import FIXTURES
+from tests.helpers.paths import COMMUNITY_DECK
 
 pytestmark = pytest.mark.postgres
 
-DECK = (FIXTURES / "community.yaml").read_text(encoding="utf-8")
+DECK = COMMUNITY_DECK
 REFUSED = "Only members with the **Manage Server** permission"
 
 

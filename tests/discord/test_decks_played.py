@@ -2,7 +2,7 @@
 reminders, DMs and /practice topics follow a server's enabled decks, and in a DM those of
 the server the learner used last (bot/engine/plays.py).
 
-A server that plays only its own uploaded deck (tests/fixtures/community.yaml: two cards,
+A server that plays only its own uploaded deck (content/examples/tensor-basics.yaml: two cards,
 topic "devices") beside the bundled deck.
 """
 
@@ -19,9 +19,9 @@ from tests.helpers.discord import (
     pick_and_submit,
 )
 from tests.helpers.engines import engine_of
-from tests.helpers.paths import FIXTURES
+from tests.helpers.paths import COMMUNITY_DECK
 
-DECK = (FIXTURES / "community.yaml").read_text(encoding="utf-8")
+DECK = COMMUNITY_DECK
 OWN = ("tensor-basics/move", "tensor-basics/shape")
 
 

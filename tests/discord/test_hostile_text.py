@@ -14,7 +14,7 @@ from tests.helpers.clock import store_now
 from tests.helpers.discord import choose, letter_for, verdict_message
 from tests.helpers.engines import engine_of
 from tests.helpers.hostile import HOSTILE, SAFE_LINE, assert_inert, assert_quoted, judge
-from tests.helpers.paths import FIXTURES
+from tests.helpers.paths import COMMUNITY_DECK
 from tests.helpers.records import record
 
 EVIL = "\u202egnp.exe\u202c @everyone <@123> <#9> [click](https://evil.example) \u200b*x*"
@@ -22,7 +22,7 @@ EVIL = "\u202egnp.exe\u202c @everyone <@123> <#9> [click](https://evil.example) 
 
 def hostile_deck():
     """A community deck (in memory: a stored one renders the same) with EVIL everywhere."""
-    deck = parse_deck((FIXTURES / "community.yaml").read_text(encoding="utf-8"))
+    deck = parse_deck(COMMUNITY_DECK)
     card = deck.cards[0]
     options = [o.model_copy(update={"text": f"{o.text} {EVIL}", "says": f"says {EVIL}"
                                     if o.says else None}) for o in card.options]

@@ -28,9 +28,9 @@ from tests.helpers.discord import (
     verdict_message,
 )
 from tests.helpers.engines import engine_of
-from tests.helpers.paths import FIXTURES
+from tests.helpers.paths import COMMUNITY_DECK, FIXTURES
 
-DECK = (FIXTURES / "community.yaml").read_text(encoding="utf-8")
+DECK = COMMUNITY_DECK
 PAGE = (FIXTURES / "practice-page.txt").read_text(encoding="utf-8")
 # A code card judged by train_loop, in a deck that registers only two of its mistakes.
 PARTLY_REGISTERED = DECK.replace("mistakes:\n", """mistakes:

@@ -4,5 +4,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
-# The community deck the Discord tests upload (tensor-basics).
-COMMUNITY_DECK = (FIXTURES / "community.yaml").read_text(encoding="utf-8")
+# The community deck the tests upload (tensor-basics), an example deck of the project's.
+COMMUNITY_DECK_FILE = REPO / "content" / "examples" / "tensor-basics.yaml"
+COMMUNITY_DECK = COMMUNITY_DECK_FILE.read_text(encoding="utf-8")

@@ -12,7 +12,7 @@ import pytest
 from bot.app import build
 from scheduler.storage.db import sqlite_url
 from tests.helpers.offline_discord import STARTUP_S, OfflineDiscord, free_port, launch_tutor
-from tests.helpers.paths import FIXTURES
+from tests.helpers.paths import COMMUNITY_DECK
 
 PURPOSE = "gradient-accumulation/purpose"
 
@@ -65,7 +65,7 @@ async def test_files_object_options_and_autocomplete_through_tutor_run(tmp_path)
         assert {"name": "Europe/Berlin", "value": "Europe/Berlin"} in typed.data["choices"]
 
         upload = server.attachment(channel["id"], "community.yaml",
-                                   (FIXTURES / "community.yaml").read_bytes(), "text/yaml")
+                                   COMMUNITY_DECK.encode(), "text/yaml")
         uploaded = await server.slash(alice, "deck", {"file": upload}, guild_id=guild["id"],
                                       subcommand="upload", timeout=60)
         await uploaded.wait_for(lambda r: r.followups or r.callback_type == 4, timeout=120)
