@@ -33,6 +33,13 @@ def simcord_bot(bot_tutor) -> TutorBot:
 
 
 @pytest.fixture
+def code_tutor(store, mini_library, clock, request) -> Tutor:
+    """The mini deck's tutor, judged by the test module's own fake code judge (its `judge`):
+    a module that uses it serves `simcord_bot` from it."""
+    return Tutor(store, mini_library, clock=clock, code_judge=request.module.judge)
+
+
+@pytest.fixture
 def world(simcord_env):
     """A server with a #study channel and two learners."""
     guild = simcord_env.create_guild(name="Study Group")

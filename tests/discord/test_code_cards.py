@@ -10,7 +10,6 @@ import pytest
 
 from bot.discord_ui.client import TutorBot
 from bot.engine import CodeReport
-from bot.engine.tutor import Tutor
 from tests.helpers.clock import store_now
 from tests.helpers.discord import custom_ids, verdict_message
 from tests.helpers.engines import engine_of
@@ -22,11 +21,6 @@ def judge(card, code: str, learner=None) -> CodeReport:
     if "/ accumulation_steps" in code:
         return CodeReport("ok", True)
     return CodeReport("ok", False, ("no_scaling",), ("gradients were 4x too large",))
-
-
-@pytest.fixture
-def code_tutor(store, mini_library, clock) -> Tutor:
-    return Tutor(store, mini_library, clock=clock, code_judge=judge)
 
 
 @pytest.fixture

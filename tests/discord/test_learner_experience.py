@@ -12,7 +12,6 @@ import pytest
 
 from bot.discord_ui.client import TutorBot
 from bot.engine import FREE_RETRIES, CodeReport
-from bot.engine.tutor import Tutor
 from tests.helpers.clock import store_now
 from tests.helpers.discord import custom_ids, verdict_message
 from tests.helpers.engines import engine_of
@@ -27,11 +26,6 @@ def judge(card, code: str, learner=None) -> CodeReport:
     if "lossy" in code:
         return CodeReport("error", False, (), (NAME_ERROR,), trained=False)
     return CodeReport("ok", True)
-
-
-@pytest.fixture
-def code_tutor(store, mini_library, clock) -> Tutor:
-    return Tutor(store, mini_library, clock=clock, code_judge=judge)
 
 
 @pytest.fixture
