@@ -21,7 +21,7 @@ from bot.observability import FleetLook, poll_fleet
 from bot.sandbox.broker import redacted
 from bot.sandbox.client.background import BackgroundSandbox
 from bot.sandbox.client.fleet import client_for
-from bot.settings import DISCORD_API, DISCORD_GATEWAY, Settings
+from bot.settings import DISCORD_API, DISCORD_GATEWAY, Settings, WebSettings
 from content.loader import DeckLibrary
 from scheduler.storage.db import make_engine, upgrade
 from scheduler.storage.store import Store
@@ -187,3 +187,54 @@ def run(settings: Settings) -> int:
         gc.collect()
         gc.freeze()
         return connect(bot, settings.token)
+
+
+LOOPBACK = {"127.0.0.1", "::1", "localhost"}
+
+
+class WebRefused(ValueError):
+    """The web settings cannot be served as they are (said to the operator)."""
+
+
+def web_site(app: App, settings: WebSettings, *, local_name: str = "me"):
+    """The web front end on this app's engine, as the settings configure it."""
+    import secrets
+
+    from bot.web.oauth import OAuthApp
+    from bot.web.sessions import Sessions
+    from bot.web.site import Site
+
+    secret = settings.web_session_secret.get_secret_value().encode() \
+        if settings.web_session_secret else b""
+    public = (settings.web_public_url or
+              f"http://{settings.web_host}:{settings.web_port}").rstrip("/")
+    oauth = None
+    if settings.discord_client_id:
+        if not settings.discord_client_secret or len(secret) < 32:
+            raise WebRefused("Log in with Discord needs DISCORD_CLIENT_SECRET and "
+                             "WEB_SESSION_SECRET (32 characters or more).")
+        oauth = OAuthApp(settings.discord_client_id,
+                         settings.discord_client_secret.get_secret_value(),
+                         f"{public}/oauth/callback", settings.discord_authorize_url,
+                         settings.discord_api_base_url.rstrip("/"))
+    elif settings.web_host not in LOOPBACK:
+        raise WebRefused("Without DISCORD_CLIENT_ID the web pages show this computer's "
+                         "learner: they are served on loopback only (WEB_HOST=127.0.0.1).")
+    sessions = Sessions(secret if len(secret) >= 32 else secrets.token_bytes(32),
+                        secure=public.startswith("https://"))
+    return Site(app.engine, sessions, oauth, local_name=local_name)
+
+
+def serve_web(settings: WebSettings, local_name: str) -> int:
+    """`tutor web`: the web companion, until interrupted."""
+    from aiohttp import web
+
+    from bot.web.app import make_app
+
+    with build(settings) as app:
+        site = web_site(app, settings, local_name=local_name)
+        log.info("web pages on http://%s:%s (%s)", settings.web_host, settings.web_port,
+                 "log in with Discord" if site.oauth else f"local learner {local_name}")
+        web.run_app(make_app(site), host=settings.web_host, port=settings.web_port,
+                    print=None)
+    return 0

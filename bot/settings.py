@@ -49,3 +49,30 @@ class Settings(BaseSettings):
     def token(self) -> str | None:
         value = self.discord_token.get_secret_value().strip() if self.discord_token else ""
         return value or None
+
+
+class WebSettings(BaseSettings):
+    """`tutor web`'s settings. No bot token among them: the web process never reads one."""
+
+    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8",
+                                      extra="ignore")
+
+    database_url: str = "sqlite:///tutor.db"
+    web_host: str = "127.0.0.1"
+    web_port: int = 8080
+    # Where browsers reach this site (the OAuth2 redirect is WEB_PUBLIC_URL/oauth/callback).
+    web_public_url: str | None = None
+    # The Discord application's OAuth2 client; unset: local mode (loopback only, the
+    # terminal's learner).
+    discord_client_id: str | None = None
+    discord_client_secret: SecretStr | None = None
+    # Signs the session cookies; every web process of a site shares it (at least 32 bytes).
+    web_session_secret: SecretStr | None = None
+    discord_api_base_url: str = DISCORD_API
+    discord_authorize_url: str = "https://discord.com/oauth2/authorize"
+    # Trying a deck's exercises runs them in the code sandbox, as the bot does.
+    sandbox: bool = True
+    sandbox_address: str | None = None
+    sandbox_allow_unbounded_memory: bool = False
+    log_level: str = "INFO"
+    log_format: str = "text"

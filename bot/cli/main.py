@@ -57,6 +57,28 @@ def cmd_run(args) -> int:
     return run(settings)
 
 
+def cmd_web(args) -> int:
+    """The web companion. The web process holds no bot token: it is dropped from the
+    environment before anything starts (the sandbox's children included)."""
+    import os
+
+    os.environ.pop("DISCORD_TOKEN", None)
+    from bot.app import WebRefused, serve_web
+    from bot.observability import configure_logging
+    from bot.settings import WebSettings
+
+    overrides = {k: v for k, v in (("web_host", args.host), ("web_port", args.port),
+                                   ("sandbox", False if args.no_sandbox else None))
+                 if v is not None}
+    settings = WebSettings(**overrides)
+    configure_logging(settings.log_level, settings.log_format)
+    try:
+        return serve_web(settings, args.learner or getpass.getuser() or "me")
+    except WebRefused as refused:
+        print(refused, file=sys.stderr)
+        return 2
+
+
 def cmd_deck_validate(args) -> int:
     """Every file through the upload's checks (Discord's limits too): a file from someone
     else is untrusted. Only the give-away pragma is honoured, as a draft may carry it. Then
@@ -196,6 +218,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run the Discord bot (needs DISCORD_TOKEN)")
     run.set_defaults(func=cmd_run)
+
+    web = sub.add_parser("web", help="the web companion: progress, leaderboards, deck editor")
+    web.add_argument("--host", help="address to serve on (default: $WEB_HOST or 127.0.0.1)")
+    web.add_argument("--port", type=int, help="default: $WEB_PORT or 8080")
+    web.add_argument("--learner", help="local mode: the terminal's learner (default: your "
+                                       "login, as `tutor practice`)")
+    web.add_argument("--no-sandbox", action="store_true",
+                     help="do not try deck exercises (no sandbox service)")
+    web.set_defaults(func=cmd_web)
 
     deck = sub.add_parser("deck", help="check and inspect decks").add_subparsers(
         dest="deck_command", required=True)

@@ -40,8 +40,10 @@ class Boards:
     def __init__(self, tutor: Tutor, store: Store, plays: Plays):
         self.tutor, self.store, self.plays = tutor, store, plays
 
-    def board(self, guild_id: int, period: str, page: int, caller: Learner,
+    def board(self, guild_id: int, period: str, page: int, caller: Learner | None,
               per_page: int) -> tuple[GuildSettings, lb.Board]:
+        """One page of the server's board for `period`, and `caller`'s own standing (None:
+        a visitor who never played, or nobody)."""
         if period not in PERIODS:
             raise BadChoice(f"The board covers one of: {', '.join(PERIODS)}.")
         if isinstance(page, bool) or not isinstance(page, int) or not 1 <= page <= MAX_PAGE:
@@ -49,7 +51,7 @@ class Boards:
         settings = self.store.servers.settings(guild_id)
         since = lb.period_start(settings, period, self.tutor.clock())
         return settings, self.store.boards.standings(guild_id, since, page=page, per_page=per_page,
-                                                     caller_id=caller.id)
+                                                     caller_id=caller and caller.id)
 
     def server_insights(self, guild_id: int, days: int) -> Missed:
         """What the server's learners got wrong in the decks it plays now."""

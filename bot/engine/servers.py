@@ -26,6 +26,16 @@ class Servers:
     def set_public_play(self, guild_id: int, enabled: bool) -> None:
         self.store.servers.update_settings(guild_id, public_play=bool(enabled))
 
+    def set_board_public(self, guild_id: int, public: bool) -> None:
+        """Whether the server's leaderboards are on a public web page."""
+        if not isinstance(public, bool):
+            raise BadServerSetting("The leaderboard page is public or not.")
+        self.store.servers.update_settings(guild_id, board_public=public)
+
+    def known(self, guild_ids) -> set[int]:
+        """Of these servers, the ones the bot was used in or set up for."""
+        return self.store.servers.known(guild_ids)
+
     def set_scheduler(self, guild_id: int, scheduler: str | None) -> None:
         """The scheduler for this server's learners who chose none (None: the default)."""
         name = SchedulerName.parse(scheduler)

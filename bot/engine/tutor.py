@@ -85,6 +85,11 @@ class Tutor:
         return self.store.learners.get_or_create(external_id, display_name=display_name,
                                                  now=self.clock())
 
+    def known_learner(self, external_id: str) -> Learner | None:
+        """The learner with this external id if they ever played; None creates nothing
+        (a web visitor who only looks)."""
+        return self.store.learners.find(external_id)
+
     def today(self, learner: Learner) -> date:
         return study_day(self.clock(), learner.timezone, learner.rollover_hour)
 

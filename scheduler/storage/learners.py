@@ -40,6 +40,11 @@ class LearnerQueries(Queries):
             rows = self.read(self._by_external_id, key)
         return Learner.model_construct(**rows[0]._asdict())
 
+    def find(self, external_id: str) -> Learner | None:
+        """The learner with this external id, if they ever played (nothing is created)."""
+        rows = self.read(self._by_external_id, {"external_id": external_id})
+        return Learner.model_construct(**rows[0]._asdict()) if rows else None
+
     def get(self, learner_id: int) -> Learner | None:
         with self.engine.connect() as conn:
             row = conn.execute(sa.select(learner_t).where(learner_t.c.id == learner_id)).first()

@@ -206,6 +206,8 @@ class GuildSettings(SQLModel, table=True):
     # A fit of this server's parameters is running since then (one process at a time; a
     # claim older than its lease is void).
     fit_started_at: datetime | None = Field(default=None, sa_column=_utc_column(True))
+    # Its leaderboards on a public web page (`tutor web`), where its admins chose so.
+    board_public: bool = Field(default=False, sa_column_kwargs={"server_default": sa.false()})
 
 
 class GuildDeck(SQLModel, table=True):

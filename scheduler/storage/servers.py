@@ -63,6 +63,16 @@ class ServerQueries(Queries):
             ), row)
         return GuildSettings(**row)
 
+    def known(self, guild_ids) -> set[int]:
+        """Of these servers, those the bot was used in or configured for."""
+        ids = [int(g) for g in guild_ids]
+        if not ids:
+            return set()
+        used = sa.select(member_t.c.guild_id).where(member_t.c.guild_id.in_(ids))
+        set_up = sa.select(guild_t.c.guild_id).where(guild_t.c.guild_id.in_(ids))
+        with self.engine.connect() as conn:
+            return set(conn.execute(sa.union(used, set_up)).scalars())
+
     def last_guild(self, learner_id: int) -> int | None:
         """The server this learner used most recently (None: never used one); the same
         order as `choice` reads outside a server."""

@@ -1,0 +1,61 @@
+"""The web companion's application: the visitor on every request, CSRF on every POST,
+security headers on every response, and the pages (login, progress, leaderboards, decks)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aiohttp import web
+
+from bot.web import boards, decks, login, progress
+from bot.web.security import SAFE_METHODS, csrf_ok, headers_middleware
+from bot.web.site import SITE, VIEWER, Site, site_of
+
+MAX_BODY = 1 << 20  # a deck file is at most 256 KiB (bot.engine DISCORD); forms are small
+
+
+@web.middleware
+async def visitor(request: web.Request, handler):
+    site = site_of(request)
+    who, fresh = site.viewer_of(request)
+    request[VIEWER] = who
+    if request.method not in SAFE_METHODS:
+        form = await request.post() if request.content_type in (
+            "application/x-www-form-urlencoded", "multipart/form-data") else None
+        if who is None or not csrf_ok(request, who.csrf, form):
+            return site.message(request, "Expired form",
+                                "That form was out of date or not from this site: "
+                                "nothing was changed. Reload the page and try again.",
+                                status=403)
+    response = await handler(request)
+    if fresh is not None:
+        site.sessions.set_cookie(response, fresh)
+    return response
+
+
+async def home(request: web.Request) -> web.Response:
+    site, who = site_of(request), request[VIEWER]
+    if who is None:
+        return site.page(request, "welcome.html")
+    return site.page(request, "home.html", servers=sorted(
+        who.guilds.items(), key=lambda item: item[1][0].casefold()))
+
+
+async def healthz(request: web.Request) -> web.Response:
+    ok = await site_of(request).db(site_of(request).engine.database_ok)
+    return web.json_response({"ok": ok}, status=200 if ok else 503)
+
+
+def make_app(site: Site) -> web.Application:
+    app = web.Application(middlewares=[headers_middleware(), visitor],
+                          client_max_size=MAX_BODY)
+    app[SITE] = site
+    app.router.add_get("/", home)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_static("/static", Path(__file__).parent / "static", name="static",
+                          append_version=True)
+    site.templates.globals["static"] = lambda name: str(
+        app.router["static"].url_for(filename=name))
+    for pages in (login, progress, boards, decks):
+        pages.add_routes(app.router)
+    return app
