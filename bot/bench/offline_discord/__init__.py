@@ -23,11 +23,13 @@ the websocket protocol, server.py the REST routes, the lifecycle and the calls t
 
 from bot.bench.offline_discord.server import NOT_FOUND, InteractionRecord, OfflineDiscord, Request
 from bot.bench.offline_discord.world import (
+    ADMINISTRATOR,
     ALL_PERMISSIONS,
     DISCORD_EPOCH_MS,
     EPHEMERAL,
     LOADING,
+    MANAGE_GUILD,
 )
 
-__all__ = ["ALL_PERMISSIONS", "DISCORD_EPOCH_MS", "EPHEMERAL", "LOADING", "NOT_FOUND",
-           "InteractionRecord", "OfflineDiscord", "Request"]
+__all__ = ["ADMINISTRATOR", "ALL_PERMISSIONS", "DISCORD_EPOCH_MS", "EPHEMERAL", "LOADING",
+           "MANAGE_GUILD", "NOT_FOUND", "InteractionRecord", "OfflineDiscord", "Request"]
