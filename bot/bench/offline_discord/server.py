@@ -17,6 +17,7 @@ from typing import Any
 from aiohttp import web
 
 from bot.bench.offline_discord.gateway import Gateway
+from bot.bench.offline_discord.oauth2 import OAuth2
 from bot.bench.offline_discord.records import InteractionRecord, Request
 from bot.bench.offline_discord.world import ALL_PERMISSIONS, LOADING, ApiError, World
 
@@ -35,8 +36,11 @@ class OfflineDiscord(World):
         self.gateway = Gateway(self, url=lambda: self.gateway_url, changed=self._changed.set,
                                heartbeat_ms=heartbeat_ms)
         super().__init__(bot_name=bot_name, to_bot=self.gateway.announce)
+        self.oauth2 = OAuth2(self, base=lambda: self.files_base)  # a web front end's login
+        self.oauth_app = self.oauth2.register_app
         table = [  # paths relative to /api/v10; {name} matches one segment
             ("GET", "/users/@me", lambda req: self.bot_user),
+            ("GET", "/users/@me/guilds", lambda req: self.user_guilds(self.bot_user_id)),
             ("GET", "/users/{uid}", lambda req, uid: self._get(self.users, uid, 10013)),
             ("GET", "(?:/oauth2)?/applications/@me", self._app_info),
             ("GET", "/gateway(?P<bot>/bot)?", self._gateway_info),
@@ -58,7 +62,7 @@ class OfflineDiscord(World):
         """Listen on a free loopback port. `backlog`: connections waiting to be accepted,
         above the learners of a burst (each opens one; the default 128 overflowed)."""
         app = web.Application(client_max_size=32 * 1024 * 1024)
-        app.router.add_route("*", "/api/v10/{tail:.*}", self._rest)
+        self.oauth2.mount(app, rest=self._rest)  # OAuth2's routes; the rest of /api/v10 here
         app.router.add_get("/", self.gateway.handle)
         app.router.add_get("/attachments/{cid}/{aid}/{filename}", self._file)
         self._runner = web.AppRunner(app, handle_signals=False)
@@ -261,7 +265,8 @@ class OfflineDiscord(World):
         if guild_id:
             channel = self.channels[channel_id or self.guilds[guild_id]["channels"][0]["id"]]
             ctx = {"guild_id": guild_id, "guild_locale": "en-US", "context": 0,
-                   "member": self._member(user), "authorizing_integration_owners": {"0": guild_id},
+                   "member": self._member(user, guild_id),
+                   "authorizing_integration_owners": {"0": guild_id},
                    "guild": {"id": guild_id, "locale": "en-US", "features": []}}
         else:
             channel = self.channels[channel_id] if channel_id else self.dm_channel(user)
@@ -340,7 +345,7 @@ class OfflineDiscord(World):
             value = {"permissions": ALL_PERMISSIONS, **value}
         resolved.setdefault(kind, {})[value["id"]] = value
         if kind == "users" and guild_id:
-            member = {k: v for k, v in self._member(value).items() if k != "user"}
+            member = {k: v for k, v in self._member(value, guild_id).items() if k != "user"}
             resolved.setdefault("members", {})[value["id"]] = member
         return value["id"]
 
