@@ -1,6 +1,7 @@
 """The offline Discord's server: REST routes and the gateway on one loopback port, and the
 calls that drive the bot (slash, click, select, submit_modal) with a record of each interaction.
-The state lives in bot/bench/offline_discord/world.py, the websocket in gateway.py.
+The state lives in bot/bench/offline_discord/world.py, the websocket in gateway.py, the records
+of requests and interactions in records.py, OAuth2 (a web front end's login) in oauth2.py.
 """
 
 from __future__ import annotations
@@ -11,64 +12,17 @@ import json
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 
 from bot.bench.offline_discord.gateway import Gateway
-from bot.bench.offline_discord.world import ALL_PERMISSIONS, EPHEMERAL, LOADING, ApiError, World
+from bot.bench.offline_discord.oauth2 import OAuth2
+from bot.bench.offline_discord.records import InteractionRecord, Request
+from bot.bench.offline_discord.world import ALL_PERMISSIONS, LOADING, ApiError, World
 
 NOT_FOUND = {"message": "404: Not Found", "code": 0}
-
-
-@dataclass
-class Request:
-    method: str
-    path: str  # relative to api_base, e.g. "/channels/123/messages"
-    query: dict
-    json: Any  # body (multipart: payload_json plus "_files": [names], "_uploads": files)
-    status: int = 0
-
-
-@dataclass
-class InteractionRecord:
-    """One interaction sent to the bot and everything the bot did about it."""
-
-    server: OfflineDiscord = field(repr=False)
-    id: str
-    token: str
-    type: int  # 2 command, 3 component, 5 modal submit
-    payload: dict = field(repr=False)  # the INTERACTION_CREATE data
-    callback_type: int | None = None  # 4 message, 5 deferred, 6 deferred update, 7 update, 9 modal
-    data: dict = field(default_factory=dict)  # callback data as the bot sent it
-    followups: list[dict] = field(default_factory=list)  # followup messages (live dicts)
-    edits: list[dict] = field(default_factory=list)  # PATCH @original bodies
-    message_id: str | None = None  # the "@original" message
-    created: float = field(default_factory=time.monotonic, repr=False)
-
-    @property
-    def message(self) -> dict | None:
-        """Current state of the resulting message (after edits); pass it to click()."""
-        return self.server.messages.get(self.message_id) if self.message_id else None
-
-    content = property(lambda self: (self.message or self.data).get("content"))
-    embeds = property(lambda self: (self.message or self.data).get("embeds", []))
-    components = property(lambda self: (self.message or self.data).get("components", []))
-    flags = property(lambda self: (self.message or self.data).get("flags") or 0)
-    ephemeral = property(lambda self: bool(self.flags & EPHEMERAL))
-    modal = property(lambda self: self.data if self.callback_type == 9 else None)
-
-    async def wait_for(self, predicate: Callable[[InteractionRecord], Any], timeout=5.0):
-        return await self.server._wait(lambda: predicate(self), timeout, f"interaction {self.id}")
-
-    async def wait_followups(self, n=1, timeout=5.0) -> list[dict]:
-        await self.wait_for(lambda r: len(r.followups) >= n, timeout)
-        return self.followups
-
-    async def wait_edits(self, n=1, timeout=5.0) -> list[dict]:
-        await self.wait_for(lambda r: len(r.edits) >= n, timeout)
-        return self.edits
+__all__ = ["NOT_FOUND", "InteractionRecord", "OfflineDiscord", "Request"]
 
 
 class OfflineDiscord(World):
@@ -82,8 +36,11 @@ class OfflineDiscord(World):
         self.gateway = Gateway(self, url=lambda: self.gateway_url, changed=self._changed.set,
                                heartbeat_ms=heartbeat_ms)
         super().__init__(bot_name=bot_name, to_bot=self.gateway.announce)
+        self.oauth2 = OAuth2(self, base=lambda: self.files_base)  # a web front end's login
+        self.oauth_app = self.oauth2.register_app
         table = [  # paths relative to /api/v10; {name} matches one segment
             ("GET", "/users/@me", lambda req: self.bot_user),
+            ("GET", "/users/@me/guilds", lambda req: self.user_guilds(self.bot_user_id)),
             ("GET", "/users/{uid}", lambda req, uid: self._get(self.users, uid, 10013)),
             ("GET", "(?:/oauth2)?/applications/@me", self._app_info),
             ("GET", "/gateway(?P<bot>/bot)?", self._gateway_info),
@@ -105,7 +62,7 @@ class OfflineDiscord(World):
         """Listen on a free loopback port. `backlog`: connections waiting to be accepted,
         above the learners of a burst (each opens one; the default 128 overflowed)."""
         app = web.Application(client_max_size=32 * 1024 * 1024)
-        app.router.add_route("*", "/api/v10/{tail:.*}", self._rest)
+        self.oauth2.mount(app, rest=self._rest)  # OAuth2's routes; the rest of /api/v10 here
         app.router.add_get("/", self.gateway.handle)
         app.router.add_get("/attachments/{cid}/{aid}/{filename}", self._file)
         self._runner = web.AppRunner(app, handle_signals=False)
@@ -308,7 +265,8 @@ class OfflineDiscord(World):
         if guild_id:
             channel = self.channels[channel_id or self.guilds[guild_id]["channels"][0]["id"]]
             ctx = {"guild_id": guild_id, "guild_locale": "en-US", "context": 0,
-                   "member": self._member(user), "authorizing_integration_owners": {"0": guild_id},
+                   "member": self._member(user, guild_id),
+                   "authorizing_integration_owners": {"0": guild_id},
                    "guild": {"id": guild_id, "locale": "en-US", "features": []}}
         else:
             channel = self.channels[channel_id] if channel_id else self.dm_channel(user)
@@ -387,7 +345,7 @@ class OfflineDiscord(World):
             value = {"permissions": ALL_PERMISSIONS, **value}
         resolved.setdefault(kind, {})[value["id"]] = value
         if kind == "users" and guild_id:
-            member = {k: v for k, v in self._member(value).items() if k != "user"}
+            member = {k: v for k, v in self._member(value, guild_id).items() if k != "user"}
             resolved.setdefault("members", {})[value["id"]] = member
         return value["id"]
 

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 DISCORD_EPOCH_MS = 1420070400000
 ALL_PERMISSIONS = str((1 << 50) - 1)
+ADMINISTRATOR, MANAGE_GUILD = 1 << 3, 1 << 5  # permission bits ("Manage Server" is MANAGE_GUILD)
 EPHEMERAL, LOADING = 64, 128  # message flags
 
 
@@ -91,16 +92,81 @@ class World:
         self.users[user["id"]] = user
         return user
 
-    def _member(self, user: dict) -> dict:
-        return {"user": user, "roles": [], "nick": None, "joined_at": _now(), "deaf": False,
-                "mute": False, "flags": 0, "pending": False, "permissions": ALL_PERMISSIONS}
+    def _member(self, user: dict, guild_id: str | None = None) -> dict:
+        """A member object; with `guild_id`, the user's roles there and the permissions Discord
+        resolves for them (as an interaction's member carries them)."""
+        member = {"user": user, "roles": [], "nick": None, "joined_at": _now(), "deaf": False,
+                  "mute": False, "flags": 0, "pending": False, "permissions": ALL_PERMISSIONS}
+        if guild_id:
+            stored = self.member(guild_id, user["id"])
+            member.update(roles=stored["roles"] if stored else [],
+                          permissions=str(self.permissions(guild_id, user["id"])))
+        return member
 
-    def create_guild(self, name="Test Guild", members=(), channel_name="general") -> dict:
-        """A guild with one text channel; the bot gets GUILD_CREATE now (or after READY)."""
+    def member(self, guild_id: str, user_id: str) -> dict | None:
+        return next((m for m in self.guilds[guild_id]["members"] if m["user"]["id"] == user_id),
+                    None)
+
+    def create_role(self, guild_id: str, name: str, permissions: int | str = 0) -> dict:
+        """A role in the guild (the bot gets GUILD_ROLE_CREATE); `permissions`: the bitfield."""
+        roles = self.guilds[guild_id]["guild"]["roles"]
+        role = {**roles[0], "id": self.snowflake(), "name": name,
+                "permissions": str(int(permissions)), "position": len(roles)}
+        roles.append(role)
+        self._to_bot("GUILD_ROLE_CREATE", {"guild_id": guild_id, "role": role})
+        return role
+
+    def add_member(self, guild_id: str, user: dict, *, roles=(),
+                   permissions: int | str | None = None) -> dict:
+        """Put `user` in the guild with `roles` (role dicts); `permissions` (e.g.
+        MANAGE_GUILD) gives them one more role of their own with that bitfield. Discord
+        sends the bot GUILD_MEMBER_ADD only with the privileged members intent: not sent."""
+        if permissions is not None:
+            roles = [*roles, self.create_role(guild_id, f"{user['username']}'s role", permissions)]
+        member = self.member(guild_id, user["id"])
+        if member is None:
+            member = self._member(user)
+            self.guilds[guild_id]["members"].append(member)
+            self.guilds[guild_id]["guild"]["member_count"] += 1
+        member["roles"] = list(dict.fromkeys([*member["roles"], *(r["id"] for r in roles)]))
+        return member
+
+    def permissions(self, guild_id: str, user_id: str) -> int:
+        """The user's guild-wide permissions as Discord computes them: the owner has all;
+        else @everyone's and their roles' bits, all of them if one is ADMINISTRATOR."""
+        guild = self.guilds[guild_id]["guild"]
+        everything = int(ALL_PERMISSIONS)
+        if guild["owner_id"] == user_id:
+            return everything
+        member = self.member(guild_id, user_id)
+        held = set(member["roles"]) if member else set()
+        bits = 0
+        for role in guild["roles"]:
+            if role["id"] == guild_id or role["id"] in held:  # @everyone's id is the guild's
+                bits |= int(role["permissions"])
+        return everything if bits & ADMINISTRATOR else bits
+
+    def user_guilds(self, user_id: str) -> list[dict]:
+        """GET /users/@me/guilds: the partial guilds the user is a member of."""
+        return [{"id": gid, "name": g["guild"]["name"], "icon": g["guild"]["icon"],
+                 "owner": g["guild"]["owner_id"] == user_id,
+                 "permissions": str(self.permissions(gid, user_id)),
+                 "features": list(g["guild"]["features"])}
+                for gid, g in sorted(self.guilds.items(), key=lambda kv: int(kv[0]))
+                if g["guild"]["owner_id"] == user_id or self.member(gid, user_id)]
+
+    def create_guild(self, name="Test Guild", members=(), channel_name="general", *,
+                     everyone_permissions: int | str = ALL_PERMISSIONS,
+                     owner: dict | None = None) -> dict:
+        """A guild with one text channel; the bot gets GUILD_CREATE now (or after READY).
+        @everyone has `everyone_permissions` (all, unless told: every member may do anything);
+        `owner` (a user, a member too) has all, whatever the roles."""
         gid = self.snowflake()
-        everyone = {"id": gid, "name": "@everyone", "permissions": ALL_PERMISSIONS, "position": 0,
-                    "color": 0, "hoist": False, "managed": False, "mentionable": False, "flags": 0}
-        guild = {"id": gid, "name": name, "icon": None, "owner_id": self._owner["id"],
+        members = (*members, owner) if owner and owner not in members else members
+        everyone = {"id": gid, "name": "@everyone", "permissions": str(int(everyone_permissions)),
+                    "position": 0, "color": 0, "hoist": False, "managed": False,
+                    "mentionable": False, "flags": 0}
+        guild = {"id": gid, "name": name, "icon": None, "owner_id": (owner or self._owner)["id"],
                  "roles": [everyone], "emojis": [], "stickers": [], "features": [], "threads": [],
                  "member_count": 1 + len(members), "large": False, "stage_instances": [],
                  "guild_scheduled_events": [], "soundboard_sounds": [], "voice_states": [],
