@@ -55,8 +55,8 @@ async def user_of(app: OAuthApp, code: str, *, timeout: float = 10.0) -> Discord
         async with aiohttp.ClientSession(timeout=limit) as http:
             async with http.post(f"{app.api_base}/oauth2/token", data={
                     "grant_type": "authorization_code", "code": code,
-                    "redirect_uri": app.redirect_uri},
-                    auth=aiohttp.BasicAuth(app.client_id, app.client_secret)) as reply:
+                    "redirect_uri": app.redirect_uri, "client_id": app.client_id,
+                    "client_secret": app.client_secret}) as reply:
                 if reply.status != 200:
                     raise LoginFailed(f"the code was refused ({reply.status})")
                 token = (await reply.json()).get("access_token")
