@@ -104,7 +104,8 @@ class App:
                         metrics=(settings.metrics_host, settings.metrics_port)
                         if settings.metrics_port else None,
                         shard_count=settings.discord_shard_count,
-                        shard_ids=settings.discord_shard_ids)
+                        shard_ids=settings.discord_shard_ids,
+                        web_url=settings.web_public_url)
 
     def console(self, name: str, deck_id: str | None = None, **options) -> Console:
         """The terminal front end for the local learner `name`."""

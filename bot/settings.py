@@ -44,6 +44,8 @@ class Settings(BaseSettings):
     sandbox_allow_unbounded_memory: bool = False
     # Sweep for due daily reminders every minute (one process per database, or PostgreSQL).
     reminders: bool = True
+    # Where `tutor web` is served (/leaderboard links to its page); unset: no links.
+    web_public_url: str | None = None
 
     @property
     def token(self) -> str | None:

@@ -54,14 +54,15 @@ def use_endpoints(api_base_url: str, gateway_url: str) -> None:
 class TutorClient:
     """The tutor on a discord.py client; TutorBot and ShardedTutorBot pick the client."""
     def __init__(self, engine: Engine, *, dev_guild_id: int | None = None,
-                 reminders: bool = False, metrics: tuple[str, int] | None = None, **options):
+                 reminders: bool = False, metrics: tuple[str, int] | None = None,
+                 web_url: str | None = None, **options):
         options.setdefault("max_ratelimit_timeout", 30.0)  # longer waits fail with a message
         # Deck text comes from strangers: no message pings unless it names whom (reminders).
         options.setdefault("allowed_mentions", discord.AllowedMentions.none())
         super().__init__(intents=intents(), **options)
         guard_interactions(self._connection)  # a malformed interaction must not stop the bot
         self.handlers = CardHandlers(engine)
-        self.community = Community(self.handlers)
+        self.community = Community(self.handlers, web_url)
         self.dev_guild_id = dev_guild_id
         self.reminders = ReminderService(self, engine) if reminders else None
         self.fit_job = FitJob(engine) if reminders else None

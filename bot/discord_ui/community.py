@@ -134,9 +134,11 @@ def board_view(period: str, result: Board) -> discord.ui.View | None:
 class Community:
     """The handlers behind /leaderboard, /insights, the board buttons and /stats extras."""
 
-    def __init__(self, handlers: CardHandlers):
+    def __init__(self, handlers: CardHandlers, web_url: str | None = None):
+        """`web_url`: where the web companion is served (`tutor web`), for links to it."""
         self.handlers, self.tutor = handlers, handlers.tutor
         self.boards = handlers.engine.boards
+        self.web_url = web_url.rstrip("/") if web_url else None
 
     async def _board(self, interaction, period: str, page: int):
         return await self.handlers.db(self.boards.board, interaction.guild_id, period, page,
@@ -160,9 +162,20 @@ class Community:
             png = await asyncio.to_thread(charts.leaderboard_png, title, rows, highlight)
             files = [discord.File(io.BytesIO(png), "leaderboard.png")]
             embed.set_image(url="attachment://leaderboard.png")
-        view = board_view(period, result)
+        view = self._with_web_link(board_view(period, result), interaction.guild_id, period)
         await interaction.response.send_message(embed=embed, files=files,
                                                 **({"view": view} if view else {}))
+
+    def _with_web_link(self, view: discord.ui.View | None, guild_id: int,
+                       period: str) -> discord.ui.View | None:
+        """The board's web page (public, or behind Discord's login), where one is served."""
+        if not self.web_url:
+            return view
+        view = view or discord.ui.View(timeout=None)
+        view.add_item(discord.ui.Button(
+            label="On the web", style=discord.ButtonStyle.link,
+            url=f"{self.web_url}/servers/{guild_id}/leaderboard?period={period}"))
+        return view
 
     async def on_board_page(self, interaction, period: str, page: int) -> None:
         if not await in_server(interaction, ABOUT_THE_BOARD):
@@ -174,7 +187,8 @@ class Community:
             return
         await interaction.response.edit_message(
             embed=board_embed(interaction.guild.name, period, settings.season, result),
-            view=board_view(period, result), attachments=[])
+            view=self._with_web_link(board_view(period, result), interaction.guild_id, period),
+            attachments=[])
 
     async def insights(self, interaction) -> None:
         if not await in_server(interaction, "it shows what that server's learners get wrong"):

@@ -187,3 +187,17 @@ async def test_the_board_and_insights_from_a_dm_say_use_a_server(world, simcord_
         assert message.content.startswith("Use this in a server: "), message.content
         assert "that server's" in message.content
         assert not message.embeds and not message.attachments
+
+
+async def test_the_board_links_to_its_web_page_where_one_is_served(world, simcord_env, store,
+                                                                   simcord_bot):
+    guild, channel, _, _ = world
+    members = add_members(simcord_env, guild, 12)
+    seed_board(store, guild, members)
+    simcord_bot.community.web_url = "https://tutor.example"
+    board = await members[0].slash(channel, "leaderboard", period="season")
+    (row,) = board.response.components
+    link = [b for b in row["components"] if b.get("label") == "On the web"][0]
+    assert link["url"] == f"https://tutor.example/servers/{guild.id}/leaderboard?period=season"
+    turned = await members[0].click(board.response, label="Next ▶")
+    assert any(b.get("label") == "On the web" for b in turned.response.components[0]["components"])
