@@ -3,6 +3,7 @@ security headers on every response, and the pages (login, progress, leaderboards
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from aiohttp import web
@@ -11,7 +12,25 @@ from bot.web import boards, decks, login, progress
 from bot.web.security import SAFE_METHODS, csrf_ok, headers_middleware
 from bot.web.site import SITE, VIEWER, Site, site_of
 
+log = logging.getLogger(__name__)
 MAX_BODY = 1 << 20  # a deck file is at most 256 KiB (bot.engine DISCORD); forms are small
+
+
+@web.middleware
+async def error_pages(request: web.Request, handler):
+    """A page for 'not found' and for our own faults (logged), never a traceback."""
+    try:
+        return await handler(request)
+    except web.HTTPNotFound:
+        return site_of(request).message(request, "Not found",
+                                        "There is nothing here for you.", status=404)
+    except web.HTTPException:
+        raise
+    except Exception:
+        log.exception("web page %s failed", request.path)
+        return site_of(request).message(request, "Something went wrong",
+                                        "That failed on our side, and it is logged. "
+                                        "Try again in a moment.", status=500)
 
 
 @web.middleware
@@ -47,7 +66,7 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 def make_app(site: Site) -> web.Application:
-    app = web.Application(middlewares=[headers_middleware(), visitor],
+    app = web.Application(middlewares=[headers_middleware(), visitor, error_pages],
                           client_max_size=MAX_BODY)
     app[SITE] = site
     app.router.add_get("/", home)
