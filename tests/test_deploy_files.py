@@ -33,8 +33,10 @@ def _tutor_args(command: list[str]) -> argparse.Namespace:
 
 def test_compose_services_use_real_tutor_commands():
     services = _compose()
-    assert set(services) == {"bot", "redis-acl", "redis", "sandbox", "sandbox-gpu", "postgres"}
+    assert set(services) == {"bot", "redis-acl", "redis", "sandbox", "sandbox-gpu", "postgres",
+                             "web"}
     assert services["postgres"]["profiles"] == ["postgres"]
+    assert services["web"]["profiles"] == ["web"]
     assert services["sandbox-gpu"]["profiles"] == ["gpu"]
     for host, device in (("sandbox", "cpu"), ("sandbox-gpu", "cuda")):
         args = _tutor_args(services[host]["command"])
@@ -95,9 +97,19 @@ def test_the_bot_gets_only_its_own_settings_never_the_whole_env_file():
     bot = _compose()["bot"]
     assert bot["env_file"] == [{"path": "bot.env", "required": False}]
     assert set(bot["environment"]) == {"DISCORD_TOKEN", "SANDBOX", "SANDBOX_ADDRESS",
-                                       "DATABASE_URL"}
+                                       "DATABASE_URL", "WEB_PUBLIC_URL"}
     assert "REDIS_SANDBOX_PASSWORD" not in str(bot)
     assert "bot.env" in (REPO / ".gitignore").read_text().split()
+
+
+def test_the_web_companion_gets_no_bot_token_and_serves_the_image_s_health_port():
+    web = _compose()["web"]
+    args = _tutor_args(web["command"])
+    assert args.func.__name__ == "cmd_web" and args.port == 8080  # the image's HEALTHCHECK
+    assert "DISCORD_TOKEN" not in str(web) and "env_file" not in web
+    assert "REDIS_SANDBOX_PASSWORD" not in str(web)
+    assert {"DISCORD_CLIENT_ID", "DISCORD_CLIENT_SECRET", "WEB_SESSION_SECRET",
+            "WEB_PUBLIC_URL", "DATABASE_URL"} <= set(web["environment"])
 
 
 def test_every_service_waits_for_what_it_needs_and_says_when_it_is_ready():
