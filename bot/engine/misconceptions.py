@@ -42,6 +42,7 @@ class LearnerMistake:
     times_shown: int
     last_shown_at: datetime
     last_corrected_at: datetime | None
+    explanation: str = ""  # the deck's words for it ("" when its deck is gone)
 
 
 def mistake_title(library: DeckLibrary, deck_id: str, mistake_id: str) -> str | None:
@@ -61,6 +62,8 @@ def learner_mistakes(store: Store, library: DeckLibrary, learner_id: int) -> lis
     for row in store.misconceptions.for_learner(learner_id):
         title = mistake_title(library, row.deck_id, row.mistake_id)
         if title is not None:
+            mistake = library.deck_mistake(row.deck_id, row.mistake_id)
             out.append(LearnerMistake(row.deck_id, row.mistake_id, title, row.open,
-                                      row.times_shown, row.last_shown_at, row.last_corrected_at))
+                                      row.times_shown, row.last_shown_at, row.last_corrected_at,
+                                      mistake.explanation if mistake else ""))
     return out

@@ -10,11 +10,14 @@ Outside a server (a DM, a reminder): those of the server the learner used last
 
 from __future__ import annotations
 
+from datetime import date, timedelta
+
 from bot.engine.outcomes import Progress
 from bot.engine.served import Served
 from bot.engine.server_decks import ServerDecks
 from bot.engine.tutor import Tutor
 from content.loader import AnyCard, DeckLibrary
+from scheduler.choice import DUE_KEYS
 from scheduler.storage.models import Learner
 from scheduler.storage.store import Store
 
@@ -73,3 +76,20 @@ class Plays:
         """`Tutor.progress` over the same cards `next_card` serves from."""
         return self.tutor.progress(learner, guild_id=guild_id,
                                    decks=self.decks(learner.id, guild_id))
+
+    def forecast(self, learner: Learner, guild_id: int | None,
+                 days: int = 14) -> list[tuple[date, int]]:
+        """Cards due on each of the next `days` study days, today first, over the cards
+        `progress` counts and by the due days of the scheduler in force there: today's
+        count holds the overdue ones too, so it is `Progress.due_now`."""
+        self.tutor.decks.refresh()
+        today = self.tutor.today(learner)
+        due_of, _ = DUE_KEYS[self.tutor.choice(learner, guild_id).scheduler]
+        cards = {card.id for card in self.cards(learner.id, guild_id)}
+        counts = [0] * max(days, 0)
+        for state in self.store.reviews.states(learner.id):
+            if state.card_id in cards:
+                ahead = max((due_of(state) - today).days, 0)
+                if ahead < len(counts):
+                    counts[ahead] += 1
+        return [(today + timedelta(days=ahead), n) for ahead, n in enumerate(counts)]

@@ -24,7 +24,8 @@ class Engine:
       the learner of an external id, today in their calendar;
     - `cards`: served cards kept in the store between clicks (Discord): serve, answer,
       pick, submit, hint, code;
-    - `plays`: the decks, cards, topics and progress of a learner where they play;
+    - `plays`: the decks, cards, topics, progress and cards due ahead (`forecast`) of a
+      learner where they play;
     - `learners`: a learner's settings, reminders, mistakes, totals, forgetting;
     - `servers`: a server's settings; `decks`: its uploads, versions, sharing, exports;
     - `boards`: leaderboards and insights; `reminder_sweep`: one sweep of due reminders;

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 import yaml
 
@@ -83,3 +85,27 @@ def test_insights_cover_the_decks_played_now(plays, tutor):
     engine_of(tutor).decks.remove(HOME, "upload-basics")
     assert boards.server_insights(HOME, 30).missed_cards == []
     assert boards.activity(ann, 30, 3, HOME).insights.mistakes == []
+
+
+@pytest.mark.parametrize("scheduler", ["sm2", "fsrs"])
+def test_the_forecast_counts_the_due_days_progress_counts(plays, tutor, clock, scheduler):
+    ann = tutor.learner("discord:1")
+    tutor.store.learners.update(ann.id, scheduler=scheduler)
+    ann = tutor.store.learners.get(ann.id)
+    play = engine_of(tutor).cards
+    assert all(n == 0 for _, n in plays.forecast(ann, HOME))  # nothing seen yet
+    for _ in OWN:
+        playing = play.serve(ann, mode="learn", guild_id=HOME)
+        right = "copy" if playing.card.id.endswith("move") else {"attr": "shape"}
+        play.answer(playing.served.serve_id, 0, ann, right)
+    ahead = plays.forecast(ann, HOME, days=30)
+    today, progress = tutor.today(ann), plays.progress(ann, HOME)
+    assert [day for day, _ in ahead] == [today + timedelta(days=d) for d in range(30)]
+    assert ahead[0][1] == progress.due_now == 0 and sum(n for _, n in ahead) == 2
+    assert next(day for day, n in ahead if n) == progress.next_due
+    if scheduler == "sm2":
+        assert ahead[1] == (today + timedelta(days=1), 2)
+    clock.advance(days=40)  # all overdue: today's bar holds them, as due_now does
+    ahead = plays.forecast(ann, HOME, days=3)
+    assert [n for _, n in ahead] == [2, 0, 0] == [plays.progress(ann, HOME).due_now, 0, 0]
+    assert all(n == 0 for _, n in plays.forecast(ann, AWAY))  # not played elsewhere

@@ -187,6 +187,7 @@ def test_a_mistake_its_deck_no_longer_registers_leaves_the_learners_list(store, 
     answer(tutor, tutor.next_card(learner, only="many/c1"), "lure", "right")  # shows m1
     (held,) = engine_of(tutor).learners.mistakes(learner)
     assert (held.mistake_id, held.title, held.is_open) == ("m1", "Mistake one", True)
+    assert held.explanation == "Wrong 1."  # the deck's words, as a verdict gives them
     retired = Tutor(store, many_cards_library(1, mistakes=1), clock=clock)
     assert engine_of(retired).learners.mistakes(learner) == []
     assert [row.mistake_id for row in store.misconceptions.for_learner(learner.id)] == ["m1"]
