@@ -24,7 +24,8 @@ SCREENSHOTS = os.environ.get("SCREENSHOTS_DIR")  # set: the tests save each page
 
 
 def chrome(width: int = 1280, height: int = 900):
-    """A headless chromium of this size (a new profile: no cookies)."""
+    """A headless chromium of this size (a new profile: no cookies); under 500 pixels wide
+    (a window's minimum) a phone's screen, emulated."""
     if not (CHROMIUM and DRIVER):
         pytest.skip(NO_BROWSER)
     from selenium import webdriver
@@ -35,6 +36,9 @@ def chrome(width: int = 1280, height: int = 900):
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                  f"--window-size={width},{height}", "--disable-extensions"):
         options.add_argument(flag)
+    if width < 500:
+        options.add_experimental_option("mobileEmulation", {"deviceMetrics": {
+            "width": width, "height": height, "pixelRatio": 3.0, "touch": True}})
     driver = webdriver.Chrome(service=Service(DRIVER), options=options)
     driver.set_page_load_timeout(60)
     return driver
