@@ -271,3 +271,18 @@ async def test_a_deck_too_large_is_told_so_and_kept_for_fixing(web, app):
 async def test_odd_deck_ids_are_not_found(web, path):
     admin_of(web)
     assert (await web.get(path)).status == 404
+
+
+async def test_try_exercises_in_the_real_sandbox(web, app, sandbox_judge):
+    app.tutor.code_judge = sandbox_judge
+    csrf = admin_of(web)
+    broken = EXAMPLE.read_text().replace("          z = x - x.max(dim=-1, keepdim=True).values",
+                                         "          z = x", 1)
+    page = await (await post(web, f"{NEW}/try", csrf, text=broken)).text()
+    results = dict(re.findall(r"<code>(pytorch-exercises/[a-z-]+)</code>:\s*"
+                              r"<span class=\"(ok|bad)\"", page))
+    assert results == {"pytorch-exercises/stable-softmax": "bad",
+                       "pytorch-exercises/causal-mask": "ok",
+                       "pytorch-exercises/padded-token-loss": "ok"}, page
+    assert "nothing was stored" in page.lower()
+    assert "pytorch-exercises" not in app.engine.decks.enabled(GUILD)
