@@ -15,7 +15,7 @@ terminal, the web) import only from here (an import-linter contract holds them t
   `FitRefused`.
 - Words shared by the front ends: `feedback_of` (what a verdict says), `card_text`,
   `when`, `counted` ("1 card", "2 cards"), ...; Discord's size limits (`DISCORD`), which
-  uploads are measured by.
+  uploads are measured by; `MAX_DECK_BYTES`, the most a deck file may hold.
 - For the command line: `check_limits` (a deck file's limits), `exercises_of` (its behaviour
   cards) and `exercise_findings` (them tried, or `ExercisesUntried`), `report_from` (a
   sandbox result as a `CodeReport`).
@@ -76,21 +76,22 @@ from bot.engine.servers import WEEKDAYS, BadServerSetting
 from bot.engine.services import Engine
 from bot.engine.tutor import CODE_POLICY, Mode
 from bot.engine.wording import card_label, counted, topic_name
+from content.untrusted import MAX_BYTES as MAX_DECK_BYTES
 from scheduler.grading import MAX_ATTEMPTS
 from scheduler.storage.models import Learner
 
 __all__ = [
-    "CODE_POLICY", "DISCORD", "FREE_RETRIES", "KIND_LABEL", "LETTERS", "MAX_ATTEMPTS", "RANGES",
-    "REPEATED", "SCHEDULERS", "WEEKDAYS", "Activity", "AlreadyCounted", "BadChoice",
-    "BadServerSetting", "BadSetting", "BlankState", "Board", "CardInPlay", "Check", "Checked",
-    "Choice", "CodeReport", "DMClosed", "DeckRejected", "DeckSummary", "Draft", "Engine",
-    "ExercisesUntried", "Feedback", "Finding", "Finished", "FitDone", "FitPanel", "FitRefused",
-    "Gone", "InvalidAnswer", "Learner", "LearnerMistake", "MessageLimits", "Missed", "Mode",
-    "NeedsSandbox", "NotJudged", "NotYours", "Progress", "Reminder", "ReminderSweep",
-    "RepeatedAnswer", "Response", "Served", "StaleCard", "Standing", "TryAgain", "TutorError",
-    "Uploaded", "Verdict", "answer_text", "blank_states", "card_label", "card_text",
-    "check_limits", "counted", "current_streak", "exercise_findings", "exercises_of",
-    "feedback_of", "first_sentence", "fit_lines", "has_code_options", "lettered", "numbered_code",
-    "preview", "reference_name", "reminder_hour", "report_from", "shown", "topic_name",
-    "tried_options", "when",
+    "CODE_POLICY", "DISCORD", "FREE_RETRIES", "KIND_LABEL", "LETTERS", "MAX_ATTEMPTS",
+    "MAX_DECK_BYTES", "RANGES", "REPEATED", "SCHEDULERS", "WEEKDAYS", "Activity",
+    "AlreadyCounted", "BadChoice", "BadServerSetting", "BadSetting", "BlankState", "Board",
+    "CardInPlay", "Check", "Checked", "Choice", "CodeReport", "DMClosed", "DeckRejected",
+    "DeckSummary", "Draft", "Engine", "ExercisesUntried", "Feedback", "Finding", "Finished",
+    "FitDone", "FitPanel", "FitRefused", "Gone", "InvalidAnswer", "Learner", "LearnerMistake",
+    "MessageLimits", "Missed", "Mode", "NeedsSandbox", "NotJudged", "NotYours", "Progress",
+    "Reminder", "ReminderSweep", "RepeatedAnswer", "Response", "Served", "StaleCard",
+    "Standing", "TryAgain", "TutorError", "Uploaded", "Verdict", "answer_text", "blank_states",
+    "card_label", "card_text", "check_limits", "counted", "current_streak", "exercise_findings",
+    "exercises_of", "feedback_of", "first_sentence", "fit_lines", "has_code_options",
+    "lettered", "numbered_code", "preview", "reference_name", "reminder_hour", "report_from",
+    "shown", "topic_name", "tried_options", "when",
 ]

@@ -9,6 +9,7 @@ from bot.engine.errors import TutorError
 from bot.engine.misconceptions import mistake_title
 from bot.engine.plays import Plays
 from bot.engine.tutor import Tutor
+from bot.engine.wording import card_label
 from scheduler import leaderboard as lb
 from scheduler.storage.models import GuildSettings, Learner
 from scheduler.storage.store import Store
@@ -58,6 +59,14 @@ class Boards:
         since = self.tutor.clock() - timedelta(days=days)
         return self._titled(self.store.boards.insights(
             since, guild_id=guild_id, decks=self.plays.server_decks(guild_id)))
+
+    def card_labels(self, card_ids: list[str]) -> dict[str, str]:
+        """Each card as learners know it: its prompt's first line (`card_label`); a card
+        since removed from its deck: the last part of its id."""
+        library = self.tutor.library
+        return {card_id: card_label(library.card(card_id).prompt)
+                if library.has_card(card_id) else card_id.rsplit("/", 1)[-1]
+                for card_id in card_ids}
 
     def _titled(self, found: lb.Insights) -> Missed:
         """Each (deck id, mistake id) by its deck's title; the id once that deck no

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import tempfile
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path, PurePath
 from typing import Literal
 
@@ -187,6 +188,23 @@ class CommunityDecks:
                      f"The deck id '{deck_id}' belongs to another server's deck; give yours "
                      "another id.")]
         return []
+
+    @property
+    def can_try_exercises(self) -> bool:
+        """Whether this bot runs a sandbox that deck exercises can be tried in (without one
+        `try_exercises` refuses every deck with behaviour cards)."""
+        return getattr(self.tutor.code_judge, "vet", None) is not None
+
+    def uploads(self, guild_id: int) -> dict[str, tuple[str, datetime]]:
+        """Who stored the current version of each deck this server uploaded, and when."""
+        self.live.refresh(force=True)
+        found = {}
+        for deck_id, row in self.live.stored.items():
+            if row.owner_guild_id == guild_id and not row.removed:
+                last = self._store.decks.versions(deck_id)[-1:]
+                if last:
+                    found[deck_id] = (last[0].uploaded_by, last[0].uploaded_at)
+        return found
 
     def enabled(self, guild_id: int) -> list[str]:
         """The deck ids this server plays (`ServerDecks.enabled`)."""

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from aiohttp import web
 
-from bot.web import boards, decks, login, progress
+from bot.engine import MAX_DECK_BYTES
+from bot.web import boards, decks, insights, login, progress
 from bot.web.security import SAFE_METHODS, csrf_ok, headers_middleware
 from bot.web.site import SITE, VIEWER, Site, site_of
 
@@ -39,8 +40,14 @@ async def visitor(request: web.Request, handler):
     who, fresh = site.viewer_of(request)
     request[VIEWER] = who
     if request.method not in SAFE_METHODS:
-        form = await request.post() if request.content_type in (
-            "application/x-www-form-urlencoded", "multipart/form-data") else None
+        try:
+            form = await request.post() if request.content_type in (
+                "application/x-www-form-urlencoded", "multipart/form-data") else None
+        except web.HTTPRequestEntityTooLarge:
+            return site.message(request, "Too large",
+                                "That was more than this site takes in one form (a deck "
+                                f"file is at most {MAX_DECK_BYTES // 1024} KiB): nothing "
+                                "was changed.", status=413)
         if who is None or not csrf_ok(request, who.csrf, form):
             return site.message(request, "Expired form",
                                 "That form was out of date or not from this site: "
@@ -75,6 +82,6 @@ def make_app(site: Site) -> web.Application:
                           append_version=True)
     site.templates.globals["static"] = lambda name: str(
         app.router["static"].url_for(filename=name))
-    for pages in (login, progress, boards, decks):
+    for pages in (login, progress, boards, decks, insights):
         pages.add_routes(app.router)
     return app
