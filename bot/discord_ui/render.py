@@ -87,16 +87,18 @@ class AnswerEmbed(discord.Embed):
 
 def card_embed(card: AnyCard, served: Served, finished: bool = False,
                note: str | None = None) -> discord.Embed:
-    """The card; `note`: a line under its status (why a click changed nothing)."""
+    """The card; `note`: a line under its status (why a click changed nothing). A finished
+    card folds to its question: its verdict, under it, shows the answer, and the two fit
+    one phone screen."""
     embed = AnswerEmbed(
         title=f"{KIND_LABEL[served.kind]} · {card.difficulty} · "
               f"{', '.join(topic_name(t) for t in card.topics)}",
-        description=clip(f"**{markdown(card.prompt)}**" if finished and has_code_options(card)
+        description=clip(f"**{markdown(card.prompt)}**" if finished
                          else card_text(card, lettered(card, served)),
                          DISCORD.embed_description),
         colour=BLUE,
     )
-    if served.hint_used:
+    if served.hint_used and not finished:
         embed.add_field(name="Hint", value=clip(markdown(card.hint), DISCORD.field_value),
                         inline=False)
     left = MAX_ATTEMPTS - served.attempts
@@ -107,7 +109,9 @@ def card_embed(card: AnyCard, served: Served, finished: bool = False,
     return embed
 
 
-def _mistakes_text(fb: Feedback) -> str:
+def _mistakes_text(fb: Feedback, brief: bool = False) -> str:
+    """`brief`: each mistake's paragraph folded to its first sentence."""
+    fold = first_sentence if brief else str
     lines = []
     for m in fb.mistakes:
         if m.blank:
@@ -118,10 +122,11 @@ def _mistakes_text(fb: Feedback) -> str:
         if m.repeated:
             lines.append(f"> **{markdown(m.title)}** ({REPEATED}).")
         elif m.explanation:
-            lines.append(f"> **{markdown(m.title)}.** {markdown(m.explanation)}")
+            lines.append(f"> **{markdown(m.title)}.** {markdown(fold(m.explanation))}")
     if fb.earlier:  # once finished: what the earlier picks got wrong, each mistake once
         lines.append("Your earlier picks:")
-        lines += [f"> **{markdown(m.title)}.** {markdown(m.explanation)}" if m.explanation
+        lines += [f"> **{markdown(m.title)}.** {markdown(fold(m.explanation))}"
+                  if m.explanation
                   else f"> **{markdown(m.title)}.**" for m in fb.earlier]
     return "\n".join(lines)
 
@@ -150,17 +155,34 @@ def feedback_embed(card: AnyCard, verdict: Verdict, today: date | None) -> disco
     elif not fb.finished:
         left = fb.attempts_left
         title = f"{title} {left} attempt{'s' * (left != 1)} left."
-    parts = ["\n".join(f"• {plain(line)}" for line in fb.measured), _mistakes_text(fb)]
-    if fb.retry:
-        parts.append(fb.retry_note)
-    elif not fb.finished and not isinstance(card, CodeCard):
-        parts.append(go_on(card, verdict.served, fb))
+    measured = "\n".join(f"• {plain(line)}" for line in fb.measured)
     if fb.finished:
-        # A multiple-choice card's steps are a button away (after_options).
-        parts += _ending(fb, fb.answer_is_code, None if fb.steps else fb.explanation)
-    embed = _verdict_embed(title, colour, parts, fb)
+        embed = _fitted_verdict(card, verdict, fb, title, colour, measured)
+    else:
+        parts = [measured, _mistakes_text(fb)]
+        parts.append(fb.retry_note if fb.retry else "" if isinstance(card, CodeCard)
+                     else go_on(card, verdict.served, fb))
+        embed = _verdict_embed(title, colour, parts, fb)
     if fb.retry and not fb.duplicate:
         embed.set_footer(text=RUN_RULE)
+    return embed
+
+
+def _fitted_verdict(card: AnyCard, verdict: Verdict, fb: Feedback, title: str, colour: int,
+                    measured: str) -> AnswerEmbed:
+    """A finished verdict that fits one phone screen under its folded card: everything in
+    full where it fits; else the card's explanation folded to its first sentence (the
+    takeaway says it short), then each mistake's paragraph too. A multiple-choice card's
+    steps are a button away (after_options)."""
+    room = PHONE_SCREEN - on_screen(None, [card_embed(card, verdict.served, finished=True)])
+    explanation = None if fb.steps else fb.explanation
+    for brief_why, brief_mistakes in ((False, False), (True, False), (True, True)):
+        why = first_sentence(explanation) if brief_why and explanation else explanation
+        parts = [measured, _mistakes_text(fb, brief_mistakes),
+                 *_ending(fb, fb.answer_is_code, why)]
+        embed = _verdict_embed(title, colour, parts, fb)
+        if on_screen(None, [embed]) <= room:
+            break
     return embed
 
 
