@@ -17,19 +17,13 @@ from bot.engine import (
     KIND_LABEL,
     MAX_ATTEMPTS,
     REPEATED,
-    SCHEDULERS,
     Check,
-    Choice,
     Feedback,
-    Learner,
-    LearnerMistake,
-    Progress,
     Served,
     Verdict,
     answer_text,
     blank_states,
     card_text,
-    counted,
     feedback_of,
     first_sentence,
     has_code_options,
@@ -38,23 +32,22 @@ from bot.engine import (
     shown,
     topic_name,
     tried_options,
-    when,
 )
 from content.loader import AnyCard
-from content.safe_text import clip, code_block, code_span, literal, markdown, plain
+from content.safe_text import clip, code_block, code_span, markdown, plain
 from content.schema import ChoiceCard, CodeCard, FillInCard
 
 BLUE, GREEN, RED, GREY = 0x5865F2, 0x57F287, 0xED4245, 0x99AAB5
-# One phone screen: the most a code card's message shows (its content and every embed's
-# title, text, fields and footer), about 40 lines of 45 characters on a 6.1 to 6.7-inch
-# phone at Discord's default text size. Code cards and cards whose options are code are
-# rendered to fit (tests/discord/test_code_cards_phone.py holds every such card to it).
+# One phone screen: the one measure of "fits a phone", the product's and every test's.
 PHONE_SCREEN = 1_800
 
 
 def on_screen(content: str | None, embeds: list[discord.Embed]) -> int:
     """The characters a message shows: its content and every embed's title, text, fields
-    and footer (what PHONE_SCREEN measures)."""
+    and footer. PHONE_SCREEN bounds it at 1,800: an embed on a 6.1 to 6.7-inch phone at
+    Discord's default text size shows about 40 lines of 45 characters, one screen. Every
+    card, and every verdict under its card, is rendered to fit (tests/discord/
+    test_verdicts_phone.py, test_code_cards_phone.py, test_code_option_cards.py)."""
     return len(content or "") + sum(
         len(e.title or "") + len(e.description or "") + len(e.footer.text or "")
         + sum(len(f.name or "") + len(f.value or "") for f in e.fields) for e in embeds)
@@ -348,55 +341,6 @@ def after_options(card: ChoiceCard, verdict: Verdict, mode: str) -> discord.ui.V
 
 def next_view(mode: str, topic: str | None) -> discord.ui.View:
     return c.RoutedView([[c.NextButton.make(mode, topic)]])
-
-
-def progress_embed(name: str, p: Progress, reviewed: int,
-                   accuracy: float | None) -> discord.Embed:
-    embed = discord.Embed(title=f"{literal(name)}'s progress", colour=BLUE)
-    due = p.due_now + p.drills_left  # what /review serves now, re-drills included
-    embed.add_field(name="Due now", value=str(due) + (
-        f" ({counted(p.drills_left, 're-drill')})" if p.drills_left else ""))
-    embed.add_field(name="New left today", value=str(p.new_left_today))
-    embed.add_field(name="Cards seen", value=f"{p.seen} / {p.cards}")
-    embed.add_field(name="Reviews", value=str(reviewed))
-    embed.add_field(name="First-try accuracy",
-                    value="–" if accuracy is None else f"{accuracy:.0%}")
-    embed.add_field(name="Next review",
-                    value="now" if due else when(p.next_due, p.today) if p.next_due
-                    else "–")
-    return embed
-
-
-def scheduler_line(learner: Learner, choice: Choice) -> str:
-    whose = "your choice" if learner.scheduler else "this server's choice"
-    return (f"**{SCHEDULERS[choice.scheduler]}** ({whose}); remediation of mistakes "
-            f"**{'on' if choice.remediation else 'off'}**")
-
-
-def field_text(lines: list[str], limit: int = DISCORD.field_value) -> str:
-    """Lines for one embed field, dropping whole lines past Discord's field limit."""
-    out = ""
-    for line in lines:
-        if len(out) + len(line) + 1 > limit:
-            break
-        out += ("\n" if out else "") + line
-    return out or "–"
-
-
-def misconception_lines(mistakes: list[LearnerMistake], limit: int = 8) -> list[str]:
-    """Open misconceptions (and when each was last corrected, if it came back), then the
-    most recently corrected; Discord shows the times in the reader's own timezone."""
-    lines = []
-    for m in mistakes[:limit]:
-        shown = f"chosen {m.times_shown}×, last {discord.utils.format_dt(m.last_shown_at, 'R')}"
-        corrected = (f"corrected {discord.utils.format_dt(m.last_corrected_at, 'R')}"
-                     if m.last_corrected_at else None)
-        if m.is_open:
-            lines.append(f"🔴 **{literal(m.title)}**: {shown}"
-                         + (f"; {corrected}, then back" if corrected else ""))
-        else:
-            lines.append(f"✅ {literal(m.title)}: {corrected}")
-    return lines
 
 
 def notice(text: str, colour: int = GREY) -> discord.Embed:
