@@ -5,14 +5,28 @@ from __future__ import annotations
 import discord
 from discord import app_commands
 
-from bot.discord_ui import refusals, render
+from bot.discord_ui import refusals
 from bot.discord_ui.community import Community
 from bot.discord_ui.components import handled
 from bot.discord_ui.handlers import CardHandlers
 from bot.discord_ui.options import learner_command, scheduler_choices, timezone_names
+from bot.discord_ui.render import BLUE
 from bot.discord_ui.replies import dm, reply
-from bot.engine import RANGES, TutorError, counted, current_streak
+from bot.engine import (
+    DISCORD,
+    RANGES,
+    SCHEDULERS,
+    Choice,
+    Learner,
+    LearnerMistake,
+    Progress,
+    TutorError,
+    counted,
+    current_streak,
+    when,
+)
 from bot.engine import reminder_hour as reminder_hour_of  # /settings has an option so named
+from content.safe_text import literal
 
 
 class ForgetButton(discord.ui.DynamicItem[discord.ui.Button],
@@ -59,18 +73,18 @@ def commands(handlers: CardHandlers, community: Community) -> list[app_commands.
         # Due, next review and cards seen: over the decks this learner plays here.
         progress = await handlers.db(handlers.engine.plays.progress, learner,
                                      interaction.guild_id)
-        embed = render.progress_embed(
+        embed = progress_embed(
             interaction.user.display_name, progress, reviewed,
             first_try / reviewed if reviewed else None)
         streak = current_streak(learner, progress.today)
         embed.add_field(name="Streak", value=f"{counted(streak, 'day')}"
                         f" (longest {learner.longest_streak})")
-        embed.add_field(name="Scheduler", value=render.scheduler_line(learner, progress.choice))
+        embed.add_field(name="Scheduler", value=scheduler_line(learner, progress.choice))
         played = await handlers.db(handlers.engine.plays.decks, learner.id, interaction.guild_id)
         mistakes = await handlers.db(handlers.learners.mistakes, learner, played)
         if mistakes:  # one list: open ones first, then the ones corrected
             embed.add_field(name="Your mistakes", inline=False,
-                            value=render.field_text(render.misconception_lines(mistakes)))
+                            value=field_text(misconception_lines(mistakes)))
         await interaction.response.defer(ephemeral=True, thinking=True)  # a picture to draw
         files, view = await community.stats_extras(
             learner, progress.today, [m for m in mistakes if m.is_open], interaction.guild_id)
@@ -131,7 +145,7 @@ def commands(handlers: CardHandlers, community: Community) -> list[app_commands.
             f"Streak: a day counts after {counted(learner.daily_minimum, 'review')}",
             f"Leaderboards: **{'shown' if learner.leaderboard_visible else 'hidden'}**",
             f"New cards per day: **{learner.new_per_day}**",
-            "Scheduler: " + render.scheduler_line(
+            "Scheduler: " + scheduler_line(
                 learner, await handlers.db(tutor.choice, learner, interaction.guild_id)),
         ]
         if reminders:
@@ -154,3 +168,52 @@ def commands(handlers: CardHandlers, community: Community) -> list[app_commands.
             view=view, ephemeral=True)
 
     return [stats, settings, forget_me]
+
+
+def progress_embed(name: str, p: Progress, reviewed: int,
+                   accuracy: float | None) -> discord.Embed:
+    embed = discord.Embed(title=f"{literal(name)}'s progress", colour=BLUE)
+    due = p.due_now + p.drills_left  # what /review serves now, re-drills included
+    embed.add_field(name="Due now", value=str(due) + (
+        f" ({counted(p.drills_left, 're-drill')})" if p.drills_left else ""))
+    embed.add_field(name="New left today", value=str(p.new_left_today))
+    embed.add_field(name="Cards seen", value=f"{p.seen} / {p.cards}")
+    embed.add_field(name="Reviews", value=str(reviewed))
+    embed.add_field(name="First-try accuracy",
+                    value="–" if accuracy is None else f"{accuracy:.0%}")
+    embed.add_field(name="Next review",
+                    value="now" if due else when(p.next_due, p.today) if p.next_due
+                    else "–")
+    return embed
+
+
+def scheduler_line(learner: Learner, choice: Choice) -> str:
+    whose = "your choice" if learner.scheduler else "this server's choice"
+    return (f"**{SCHEDULERS[choice.scheduler]}** ({whose}); remediation of mistakes "
+            f"**{'on' if choice.remediation else 'off'}**")
+
+
+def field_text(lines: list[str], limit: int = DISCORD.field_value) -> str:
+    """Lines for one embed field, dropping whole lines past Discord's field limit."""
+    out = ""
+    for line in lines:
+        if len(out) + len(line) + 1 > limit:
+            break
+        out += ("\n" if out else "") + line
+    return out or "–"
+
+
+def misconception_lines(mistakes: list[LearnerMistake], limit: int = 8) -> list[str]:
+    """Open misconceptions (and when each was last corrected, if it came back), then the
+    most recently corrected; Discord shows the times in the reader's own timezone."""
+    lines = []
+    for m in mistakes[:limit]:
+        shown = f"chosen {m.times_shown}×, last {discord.utils.format_dt(m.last_shown_at, 'R')}"
+        corrected = (f"corrected {discord.utils.format_dt(m.last_corrected_at, 'R')}"
+                     if m.last_corrected_at else None)
+        if m.is_open:
+            lines.append(f"🔴 **{literal(m.title)}**: {shown}"
+                         + (f"; {corrected}, then back" if corrected else ""))
+        else:
+            lines.append(f"✅ {literal(m.title)}: {corrected}")
+    return lines

@@ -17,19 +17,13 @@ from bot.engine import (
     KIND_LABEL,
     MAX_ATTEMPTS,
     REPEATED,
-    SCHEDULERS,
     Check,
-    Choice,
     Feedback,
-    Learner,
-    LearnerMistake,
-    Progress,
     Served,
     Verdict,
     answer_text,
     blank_states,
     card_text,
-    counted,
     feedback_of,
     first_sentence,
     has_code_options,
@@ -38,23 +32,22 @@ from bot.engine import (
     shown,
     topic_name,
     tried_options,
-    when,
 )
 from content.loader import AnyCard
-from content.safe_text import clip, code_block, code_span, literal, markdown, plain
+from content.safe_text import clip, code_block, code_span, markdown, plain
 from content.schema import ChoiceCard, CodeCard, FillInCard
 
 BLUE, GREEN, RED, GREY = 0x5865F2, 0x57F287, 0xED4245, 0x99AAB5
-# One phone screen: the most a code card's message shows (its content and every embed's
-# title, text, fields and footer), about 40 lines of 45 characters on a 6.1 to 6.7-inch
-# phone at Discord's default text size. Code cards and cards whose options are code are
-# rendered to fit (tests/discord/test_code_cards_phone.py holds every such card to it).
+# One phone screen: the one measure of "fits a phone", the product's and every test's.
 PHONE_SCREEN = 1_800
 
 
 def on_screen(content: str | None, embeds: list[discord.Embed]) -> int:
     """The characters a message shows: its content and every embed's title, text, fields
-    and footer (what PHONE_SCREEN measures)."""
+    and footer. PHONE_SCREEN bounds it at 1,800: an embed on a 6.1 to 6.7-inch phone at
+    Discord's default text size shows about 40 lines of 45 characters, one screen. Every
+    card, and every verdict under its card, is rendered to fit (tests/discord/
+    test_verdicts_phone.py, test_code_cards_phone.py, test_code_option_cards.py)."""
     return len(content or "") + sum(
         len(e.title or "") + len(e.description or "") + len(e.footer.text or "")
         + sum(len(f.name or "") + len(f.value or "") for f in e.fields) for e in embeds)
@@ -87,16 +80,18 @@ class AnswerEmbed(discord.Embed):
 
 def card_embed(card: AnyCard, served: Served, finished: bool = False,
                note: str | None = None) -> discord.Embed:
-    """The card; `note`: a line under its status (why a click changed nothing)."""
+    """The card; `note`: a line under its status (why a click changed nothing). A finished
+    card folds to its question: its verdict, under it, shows the answer, and the two fit
+    one phone screen."""
     embed = AnswerEmbed(
         title=f"{KIND_LABEL[served.kind]} · {card.difficulty} · "
               f"{', '.join(topic_name(t) for t in card.topics)}",
-        description=clip(f"**{markdown(card.prompt)}**" if finished and has_code_options(card)
+        description=clip(f"**{markdown(card.prompt)}**" if finished
                          else card_text(card, lettered(card, served)),
                          DISCORD.embed_description),
         colour=BLUE,
     )
-    if served.hint_used:
+    if served.hint_used and not finished:
         embed.add_field(name="Hint", value=clip(markdown(card.hint), DISCORD.field_value),
                         inline=False)
     left = MAX_ATTEMPTS - served.attempts
@@ -107,7 +102,9 @@ def card_embed(card: AnyCard, served: Served, finished: bool = False,
     return embed
 
 
-def _mistakes_text(fb: Feedback) -> str:
+def _mistakes_text(fb: Feedback, brief: bool = False) -> str:
+    """`brief`: each mistake's paragraph folded to its first sentence."""
+    fold = first_sentence if brief else str
     lines = []
     for m in fb.mistakes:
         if m.blank:
@@ -118,10 +115,11 @@ def _mistakes_text(fb: Feedback) -> str:
         if m.repeated:
             lines.append(f"> **{markdown(m.title)}** ({REPEATED}).")
         elif m.explanation:
-            lines.append(f"> **{markdown(m.title)}.** {markdown(m.explanation)}")
+            lines.append(f"> **{markdown(m.title)}.** {markdown(fold(m.explanation))}")
     if fb.earlier:  # once finished: what the earlier picks got wrong, each mistake once
         lines.append("Your earlier picks:")
-        lines += [f"> **{markdown(m.title)}.** {markdown(m.explanation)}" if m.explanation
+        lines += [f"> **{markdown(m.title)}.** {markdown(fold(m.explanation))}"
+                  if m.explanation
                   else f"> **{markdown(m.title)}.**" for m in fb.earlier]
     return "\n".join(lines)
 
@@ -150,17 +148,34 @@ def feedback_embed(card: AnyCard, verdict: Verdict, today: date | None) -> disco
     elif not fb.finished:
         left = fb.attempts_left
         title = f"{title} {left} attempt{'s' * (left != 1)} left."
-    parts = ["\n".join(f"• {plain(line)}" for line in fb.measured), _mistakes_text(fb)]
-    if fb.retry:
-        parts.append(fb.retry_note)
-    elif not fb.finished and not isinstance(card, CodeCard):
-        parts.append(go_on(card, verdict.served, fb))
+    measured = "\n".join(f"• {plain(line)}" for line in fb.measured)
     if fb.finished:
-        # A multiple-choice card's steps are a button away (after_options).
-        parts += _ending(fb, fb.answer_is_code, None if fb.steps else fb.explanation)
-    embed = _verdict_embed(title, colour, parts, fb)
+        embed = _fitted_verdict(card, verdict, fb, title, colour, measured)
+    else:
+        parts = [measured, _mistakes_text(fb)]
+        parts.append(fb.retry_note if fb.retry else "" if isinstance(card, CodeCard)
+                     else go_on(card, verdict.served, fb))
+        embed = _verdict_embed(title, colour, parts, fb)
     if fb.retry and not fb.duplicate:
         embed.set_footer(text=RUN_RULE)
+    return embed
+
+
+def _fitted_verdict(card: AnyCard, verdict: Verdict, fb: Feedback, title: str, colour: int,
+                    measured: str) -> AnswerEmbed:
+    """A finished verdict that fits one phone screen under its folded card: everything in
+    full where it fits; else the card's explanation folded to its first sentence (the
+    takeaway says it short), then each mistake's paragraph too. A multiple-choice card's
+    steps are a button away (after_options)."""
+    room = PHONE_SCREEN - on_screen(None, [card_embed(card, verdict.served, finished=True)])
+    explanation = None if fb.steps else fb.explanation
+    for brief_why, brief_mistakes in ((False, False), (True, False), (True, True)):
+        why = first_sentence(explanation) if brief_why and explanation else explanation
+        parts = [measured, _mistakes_text(fb, brief_mistakes),
+                 *_ending(fb, fb.answer_is_code, why)]
+        embed = _verdict_embed(title, colour, parts, fb)
+        if on_screen(None, [embed]) <= room:
+            break
     return embed
 
 
@@ -326,55 +341,6 @@ def after_options(card: ChoiceCard, verdict: Verdict, mode: str) -> discord.ui.V
 
 def next_view(mode: str, topic: str | None) -> discord.ui.View:
     return c.RoutedView([[c.NextButton.make(mode, topic)]])
-
-
-def progress_embed(name: str, p: Progress, reviewed: int,
-                   accuracy: float | None) -> discord.Embed:
-    embed = discord.Embed(title=f"{literal(name)}'s progress", colour=BLUE)
-    due = p.due_now + p.drills_left  # what /review serves now, re-drills included
-    embed.add_field(name="Due now", value=str(due) + (
-        f" ({counted(p.drills_left, 're-drill')})" if p.drills_left else ""))
-    embed.add_field(name="New left today", value=str(p.new_left_today))
-    embed.add_field(name="Cards seen", value=f"{p.seen} / {p.cards}")
-    embed.add_field(name="Reviews", value=str(reviewed))
-    embed.add_field(name="First-try accuracy",
-                    value="–" if accuracy is None else f"{accuracy:.0%}")
-    embed.add_field(name="Next review",
-                    value="now" if due else when(p.next_due, p.today) if p.next_due
-                    else "–")
-    return embed
-
-
-def scheduler_line(learner: Learner, choice: Choice) -> str:
-    whose = "your choice" if learner.scheduler else "this server's choice"
-    return (f"**{SCHEDULERS[choice.scheduler]}** ({whose}); remediation of mistakes "
-            f"**{'on' if choice.remediation else 'off'}**")
-
-
-def field_text(lines: list[str], limit: int = DISCORD.field_value) -> str:
-    """Lines for one embed field, dropping whole lines past Discord's field limit."""
-    out = ""
-    for line in lines:
-        if len(out) + len(line) + 1 > limit:
-            break
-        out += ("\n" if out else "") + line
-    return out or "–"
-
-
-def misconception_lines(mistakes: list[LearnerMistake], limit: int = 8) -> list[str]:
-    """Open misconceptions (and when each was last corrected, if it came back), then the
-    most recently corrected; Discord shows the times in the reader's own timezone."""
-    lines = []
-    for m in mistakes[:limit]:
-        shown = f"chosen {m.times_shown}×, last {discord.utils.format_dt(m.last_shown_at, 'R')}"
-        corrected = (f"corrected {discord.utils.format_dt(m.last_corrected_at, 'R')}"
-                     if m.last_corrected_at else None)
-        if m.is_open:
-            lines.append(f"🔴 **{literal(m.title)}**: {shown}"
-                         + (f"; {corrected}, then back" if corrected else ""))
-        else:
-            lines.append(f"✅ {literal(m.title)}: {corrected}")
-    return lines
 
 
 def notice(text: str, colour: int = GREY) -> discord.Embed:

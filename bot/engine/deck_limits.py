@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from bot.engine.feedback import KIND_LABEL, LETTERS, answer_text, card_text
+from bot.engine.feedback import KIND_LABEL, LETTERS, answer_text, card_text, has_code_options
 from bot.engine.judging import correct_answer
 from content.schema import ChoiceCard, CodeCard, Deck, FillInCard
 
@@ -71,7 +71,7 @@ def _card_problems(card, base: tuple, mistakes: dict) -> Iterator[Problem]:
     if len(title) > EMBED_TITLE:
         yield (*base, "topics"), _over(len(title), EMBED_TITLE,
                                        "the card's title (kind, difficulty and topics)")
-    shown = len(card_text(card, zip(LETTERS, getattr(card, "options", []), strict=False)))
+    shown = _longest_text(card)
     if shown > EMBED_DESCRIPTION:
         yield (*base, "prompt"), _over(shown, EMBED_DESCRIPTION,
                                        "the card as shown (prompt, code and options)")
@@ -116,6 +116,19 @@ def _card_problems(card, base: tuple, mistakes: dict) -> Iterator[Problem]:
         yield (*base, "takeaway"), _over(worst + reveal, EMBED_DESCRIPTION, (
             "the feedback after a last wrong attempt (mistakes, answer, explanation and "
             "takeaway)"))
+
+
+def _longest_text(card) -> int:
+    """The card as shown, in its longest option order (options are shuffled per serve).
+    Only a code-option card's length depends on the order, and only on which option comes
+    first: that one is shown whole and each other as its diff against it (or whole where
+    that is shorter); letters are one character each, whatever their order."""
+    options = getattr(card, "options", [])
+    if not has_code_options(card):
+        return len(card_text(card, zip(LETTERS, options, strict=False)))
+    return max(len(card_text(card, zip(LETTERS, [first, *(o for o in options if o is not first)],
+                                       strict=False)))
+               for first in options if first.code)
 
 
 def _earlier_named(card, mistakes: dict) -> int:

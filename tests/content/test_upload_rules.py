@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from bot.engine.deck_limits import check_limits
+from bot.engine.feedback import card_text
 from bot.engine.judging import mistakes_of
 from content import checkers
 from content.checkers import amp_clip_loop, train_loop
@@ -130,3 +131,27 @@ def test_a_choice_the_card_no_longer_has_shows_no_mistake():
     assert mistakes_of(shape, {"attr": "gone"}) == []
     assert mistakes_of(shape, {"gone": "dtype"}) == []
     assert mistakes_of(shape, {"attr": "dtype"}) == ["wrong_attribute"]
+
+
+def test_a_code_option_card_is_measured_in_its_longest_option_order():
+    """Options are shuffled per learner, and a card whose options are code shows the first
+    whole and each other as its diff against it: two long loops that differ in a line fit
+    one embed after each other, not after a short one (each then shown whole). An upload
+    is refused when any order would be clipped, though its own order fits."""
+    deck = load_deck(BUNDLED)
+    index, card = next((i, c) for i, c in enumerate(deck.cards)
+                       if getattr(c, "options", None) and any(o.code for o in c.options))
+    long = "".join(f"value_{i} = {i}\n" for i in range(200))
+    twin = long.replace("value_199 = 199", "value_199 = 0")
+    key, *wrong = card.options
+    options = [key.model_copy(update={"code": long}),
+               wrong[0].model_copy(update={"code": twin}),
+               wrong[1].model_copy(update={"code": "pass"})]
+    uploaded = deck.model_copy(update={"cards": [
+        *deck.cards[:index], card.model_copy(update={"options": options}),
+        *deck.cards[index + 1:]]})
+    short_first = [("A", options[2]), ("B", options[0]), ("C", options[1])]
+    assert len(card_text(card, zip("ABC", options, strict=True))) <= 4096  # as written
+    assert len(card_text(card, short_first)) > 4096  # as some learners would be shown it
+    assert any(path == ("cards", index, "prompt") and "the card as shown" in message
+               for path, message in check_limits(uploaded))

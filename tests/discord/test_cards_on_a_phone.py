@@ -9,21 +9,21 @@ from __future__ import annotations
 import pytest
 from simcord import SetupError
 
-from bot.discord_ui.render import feedback_embed
+from bot.discord_ui import render
+from bot.discord_ui.render import PHONE_SCREEN, card_embed, feedback_embed
+from bot.engine import has_code_options
 from content.loader import DeckLibrary
 from content.safe_text import markdown
 from content.schema import ChoiceCard, FillInCard
 from tests.helpers.discord import (
-    PHONE_SCREEN,
     choose,
     component,
     custom_ids,
     letter_for,
-    on_a_phone,
-    phone_lines,
     pick_and_submit,
     served_id,
 )
+from tests.helpers.phone import on_screen
 
 PURPOSE, ZERO_GRAD = "gradient-accumulation/purpose", "gradient-accumulation/zero-grad"
 SCALE_LOSS = "gradient-accumulation/scale-loss"
@@ -64,7 +64,7 @@ async def test_a_wrong_option_before_the_last_try_is_one_line_and_its_paragraph_
         # What that pick does and how to go on: nothing of its mistake's paragraph.
         assert verdict.description == (f"{says_line(letter, options[wrong])}\n\n"
                                        "Try again, or press **Hint**.")
-        assert on_a_phone(card) <= PHONE_SCREEN
+        assert on_screen(card) <= PHONE_SCREEN
     last = (await choose(ann, card, WRONGS[2])).response
     verdict = last.embeds[1]
     assert verdict.title == "Not this time."
@@ -85,7 +85,7 @@ async def test_a_right_answer_after_a_wrong_one_explains_that_mistake_once(world
     blank = deck.card(ZERO_GRAD).blanks[0]
     assert wrong.embeds[1].description == (f"**[1] `step`**: {markdown(blank.wrong['step'].says)}"
                                            "\n\nTry again, or press **Hint**.")
-    assert on_a_phone(wrong) <= PHONE_SCREEN
+    assert on_screen(wrong) <= PHONE_SCREEN
     hinted = (await ann.click(wrong, label="Hint")).response
     again = (await pick_and_submit(ann, hinted, {"method": "backward"})).response
     assert again.embeds[1].description.endswith("\n\nTry again.")  # no hint left to press
@@ -119,7 +119,7 @@ async def test_a_multi_blank_card_keeps_its_picks_and_marks_each_blank(world, st
                             "Stuck? Press **Hint**.")
     assert store.served.load(served_id(card)).draft == {"divisor": "accumulation_steps",
                                                         "method": "step"}
-    assert on_a_phone(wrong) <= PHONE_SCREEN
+    assert on_screen(wrong) <= PHONE_SCREEN
     # Only the wrong blank gets a new pick; Submit answers with the kept one.
     done = (await pick_and_submit(ann, wrong, {"method": "backward"})).response
     assert done.embeds[1].title == "Correct, on attempt 2."
@@ -160,13 +160,14 @@ async def test_fill_in_picks_sent_again_edit_the_card_s_line(world, store):
     assert [o["label"] for o in component(again.response, "srs:pick:", ":divisor")["options"]
             if o["default"]] == ["batch_size ❌"]
     assert store.served.load(served_id(card)).attempts == 1
-    assert on_a_phone(again.response) <= PHONE_SCREEN
+    assert on_screen(again.response) <= PHONE_SCREEN
 
 
 def test_every_wrong_pick_before_the_last_try_is_told_in_a_few_phone_lines(tutor, library):
     """Each option and fill-in card of the bundled deck, every blank wrong at once: what the
-    picks do and how to go on fit a phone screen with room for the card's controls (before
-    this, a pick's paragraph made it up to 61 lines)."""
+    picks do and how to go on is a few lines, at most two fifths of a phone screen, and with
+    the card still open above it fits one screen (before this, a pick's paragraph
+    made it up to 61 lines of 36 characters)."""
     for n, card in enumerate(library.cards()):
         if isinstance(card, ChoiceCard):
             picks = [o.id for o in card.options if not o.correct]
@@ -181,5 +182,8 @@ def test_every_wrong_pick_before_the_last_try_is_told_in_a_few_phone_lines(tutor
             served = verdict.served
             embed = feedback_embed(card, verdict, verdict.today)
             assert not verdict.finished and "> **" not in embed.description  # no paragraph
-            assert phone_lines(f"{embed.title}\n{embed.description}") <= PHONE_SCREEN - 6, \
-                card.id
+            assert render.on_screen(None, [embed]) <= PHONE_SCREEN * 2 // 5, card.id
+            # A card whose options are code has its verdict below, a message of its own.
+            shown = [[card_embed(card, served)], [embed]] if has_code_options(card) \
+                else [[card_embed(card, served), embed]]
+            assert all(render.on_screen(None, m) <= PHONE_SCREEN for m in shown), card.id

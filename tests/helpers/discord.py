@@ -122,29 +122,6 @@ def pings_nobody(message) -> None:
     assert not stored.mention_everyone and stored.ping_user_ids == []
 
 
-# A phone shows an embed about 36 characters a line (issue 41: a mistake's 250-character
-# paragraph is "about 8 phone lines"), and about 30 lines of a message on one screen.
-PHONE_WIDTH, PHONE_SCREEN = 36, 30
-
-
-def phone_lines(text: str) -> int:
-    """How many lines `text` takes on a phone, markdown's markers left out."""
-    text = re.sub(r"\*\*|```py|```|`", "", text)
-    return sum(max(1, -(-len(line) // PHONE_WIDTH)) for line in text.split("\n"))
-
-
-def on_a_phone(message) -> int:
-    """The lines a message takes on a phone: its text, each embed's title, description,
-    fields and footer, and a line per row of components."""
-    parts = [message.content or ""] if getattr(message, "content", None) else []
-    for embed in message.embeds:
-        parts += [embed.title or "", embed.description or ""]
-        parts += [f"{f.name}\n{f.value}" for f in embed.fields]
-        if embed.footer and embed.footer.text:
-            parts.append(embed.footer.text)
-    return sum(phone_lines(p) for p in parts if p) + len(message.components)
-
-
 def component(message, prefix: str, suffix: str = "") -> dict:
     """The one component whose custom_id starts with `prefix` (and ends with `suffix`)."""
     (found,) = [c for row in message.components for c in row["components"]
