@@ -1,6 +1,7 @@
 """The web companion in a real browser (headless chromium), with `tutor run` and `tutor web`
 each in its own process against the offline Discord: log in with Discord, answer a card in
-Discord and see it in my progress, the leaderboard made public, text from strangers shown as
+Discord and see it in my progress, an admin writing a deck that Discord then serves, the
+leaderboard made public, text from strangers shown as
 text, another server refused, the pages at a phone's width and by keyboard alone."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from bot.bench.offline_discord import MANAGE_GUILD
 from scheduler.storage.db import sqlite_url
 from tests.helpers.browser import PHONE, chrome, launch_web, log_in_url, screenshot
 from tests.helpers.offline_discord import STARTUP_S, OfflineDiscord, free_port, launch_tutor
+from tests.helpers.paths import COMMUNITY_DECK
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.asyncio(loop_scope="module")]
 HOSTILE = "<img src=x onerror=\"document.title='owned'\"><script>document.title='owned'</script>"
@@ -203,3 +205,47 @@ async def test_pages_fit_a_phone_and_work_by_keyboard(stack, people):
         assert "/me/" in await run(lambda: phone.current_url)
     finally:
         await run(phone.quit)
+
+
+def _problem_rows(driver) -> list[str]:
+    return [row.text for row in driver.find_elements("css selector", "tr.problem")]
+
+
+def _type(driver, text: str) -> None:
+    editor = driver.find_element("id", "deck-text")
+    editor.clear()
+    driver.execute_script("arguments[0].value = arguments[1]", editor, text)
+
+
+async def test_an_admin_writes_a_deck_and_discord_serves_it(stack, people, browser):
+    dc = stack.server
+    ada, club, home = people
+    await run(browser.get, log_in_url(dc, ada, stack.base, f"/servers/{home}/decks/new"))
+    broken = COMMUNITY_DECK.replace("type: multiple_choice", "type: multiple_choise", 1)
+    line = broken.splitlines().index("    type: multiple_choise") + 1
+    await run(_type, browser, broken)
+    await run(submit, browser, "button[formaction$='/check']")
+    rows = await run(_problem_rows, browser)
+    number, text, problem = rows[0].split("\n", 2)  # the problem beside its line
+    assert (number, text.strip()) == (str(line), "type: multiple_choise"), rows
+    assert "multiple_choise" in problem and "multiple_choice" in problem
+    assert "multiple_choise" in await run(
+        lambda: browser.find_element("id", "deck-text").get_attribute("value"))  # kept
+    screenshot(browser, "editor-problem")
+    await run(_type, browser, COMMUNITY_DECK)
+    await run(submit, browser, "button[formaction$='/check']")
+    assert not await run(_problem_rows, browser)
+    assert "What does x.to" in await run(_text, browser)  # the preview of its cards
+    screenshot(browser, "editor-preview")
+    await run(submit, browser, "button[formaction$='/try']")
+    assert "no behaviour cards: there is nothing to try" in await run(_text, browser)
+    await run(submit, browser, "button[formaction$='/publish']")
+    assert "Tensor basics" in await run(_text, browser)
+    screenshot(browser, "decks")
+    # The bot looks for decks stored elsewhere at most every 30 s (bot/engine/deck_library).
+    async with asyncio.timeout(120):
+        while not (card := await dc.slash(ada, "practice", {"topic": "devices"},
+                                          guild_id=home, timeout=60)).embeds:
+            assert "No topic `devices`" in card.content, card.content
+            await asyncio.sleep(1)
+    assert "devices" in card.embeds[0]["title"]
