@@ -7,6 +7,7 @@ text, another server refused, the pages at a phone's width and by keyboard alone
 from __future__ import annotations
 
 import asyncio
+import json
 
 import aiohttp
 import pytest
@@ -249,3 +250,20 @@ async def test_an_admin_writes_a_deck_and_discord_serves_it(stack, people, brows
             assert "No topic `devices`" in card.content, card.content
             await asyncio.sleep(1)
     assert "devices" in card.embeds[0]["title"]
+
+
+async def test_a_hostile_deck_title_shows_as_text_and_runs_nothing(stack, people, browser):
+    dc = stack.server
+    ada, club, home = people
+    hostile = COMMUNITY_DECK.replace("title: Tensor basics", f"title: {json.dumps(HOSTILE)}", 1) \
+        .replace("tensor-basics", "hostile-basics")
+    await run(browser.get, log_in_url(dc, ada, stack.base, f"/servers/{home}/decks/new"))
+    await run(_type, browser, hostile)
+    await run(submit, browser, "button[formaction$='/check']")
+    await run(submit, browser, "button[formaction$='/publish']")
+    for path in (f"/servers/{home}/decks", f"/servers/{home}/decks/hostile-basics/edit"):
+        await run(browser.get, stack.base + path)
+        page = await run(_text, browser)
+        assert "<script>document.title='owned'</script>" in page, page
+        assert await run(lambda: browser.title) != "owned"
+        assert not await run(browser.find_elements, "css selector", "main img, main script")
