@@ -12,7 +12,7 @@ import importlib
 # name -> the module whose bench_<name>(args) runs it
 BENCHMARKS = {name: f"bot.bench.{name}" for name in
               ("answers", "checker", "discord", "faults", "leaderboard", "learning", "remediation",
-               "reminders", "sandbox", "trials")}
+               "reminders", "sandbox", "trials", "web")}
 
 
 def run_benchmark(name: str, args) -> dict:

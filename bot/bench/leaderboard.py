@@ -1,5 +1,6 @@
 """The weekly leaderboard of a big server: 10,000 learners and 1,000,000 review logs
-(a year of them) on SQLite, answered from the (guild_id, reviewed_at) index."""
+(a year of them, bot/bench/big_server.py) on SQLite, answered from the (guild_id,
+reviewed_at) index."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bot.app import open_store
+from bot.bench.big_server import fill
 from scheduler import leaderboard as lb
 from scheduler.storage.db import sqlite_url
 
@@ -21,25 +23,8 @@ NOW = datetime(2026, 12, 2, 18, tzinfo=UTC)
 
 
 def _populate(engine) -> None:
-    seconds_in_a_year = 365 * 86_400
-    with engine.begin() as conn:
-        conn.exec_driver_sql(
-            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)"
-            " INSERT INTO learner (external_id, display_name, timezone, rollover_hour,"
-            " new_per_day, reminders_enabled, reminder_hour, leaderboard_visible, created_at)"
-            " SELECT 'discord:' || i, 'learner' || i, 'UTC', 4, 10, 0, 18, i % 50 != 0,"
-            " '2025-01-01 00:00:00' FROM n", (LEARNERS,))
-        conn.exec_driver_sql(
-            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)"
-            " INSERT INTO review_log (answer_id, learner_id, card_id, deck_id, card_rev,"
-            " guild_id, kind, reviewed_at, study_day, quality, correct, attempts, hint_used,"
-            " latency_ms, chosen, mistake_ids, ef100_after, interval_after, due_day_after)"
-            " SELECT 'a' || i, 1 + (i * 7919) % ?, 'd/c' || (i % 11), 'd', 1, ?,"
-            " CASE WHEN i % 5 = 0 THEN 'new' WHEN i % 7 = 0 THEN 'drill' ELSE 'review' END,"
-            " strftime('%Y-%m-%d %H:%M:%f', ?, '-' || ((i * 104729) % ?) || ' seconds'),"
-            " '2026-01-01', 5, i % 4 != 0, 1 + (i % 3 = 0), i % 9 = 0, 4000, '[]', '[]',"
-            " 250, 1, '2026-01-02' FROM n",
-            (LOGS, LEARNERS, GUILD, NOW.strftime("%Y-%m-%d %H:%M:%S"), seconds_in_a_year))
+    fill(engine, GUILD, NOW, learners=LEARNERS, logs=LOGS,
+         cards=[("d", f"d/c{k}", 1, "m") for k in range(11)])
 
 
 def bench_leaderboard(args) -> dict:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from bot.engine.errors import TutorError
 from bot.engine.misconceptions import mistake_title
@@ -11,10 +12,12 @@ from bot.engine.plays import Plays
 from bot.engine.tutor import Tutor
 from bot.engine.wording import card_label
 from scheduler import leaderboard as lb
+from scheduler.storage.boards import board_page
 from scheduler.storage.models import GuildSettings, Learner
 from scheduler.storage.store import Store
 
 PERIODS = ("week", "season")
+Ranking = Sequence  # of a board's rows, best first (scheduler.storage.boards)
 MAX_PAGE = 10_000
 
 
@@ -45,14 +48,27 @@ class Boards:
               per_page: int) -> tuple[GuildSettings, lb.Board]:
         """One page of the server's board for `period`, and `caller`'s own standing (None:
         a visitor who never played, or nobody)."""
+        settings = self.store.servers.settings(guild_id)
+        since = self.period_start(settings, period)
+        return settings, self.page(self.ranking(guild_id, since), page, caller, per_page)
+
+    def period_start(self, settings: GuildSettings, period: str) -> datetime | None:
+        """Where the server's board for `period` starts now (None: all time)."""
         if period not in PERIODS:
             raise BadChoice(f"The board covers one of: {', '.join(PERIODS)}.")
+        return lb.period_start(settings, period, self.tutor.clock())
+
+    def ranking(self, guild_id: int, since: datetime | None) -> Ranking:
+        """Everyone on the server's board since `since`, best first (`page` pages it)."""
+        return self.store.boards.ranking(guild_id, since)
+
+    @staticmethod
+    def page(ranking: Ranking, page: int, caller: Learner | None,
+             per_page: int) -> lb.Board:
+        """One page of a ranking, and `caller`'s own standing in it."""
         if isinstance(page, bool) or not isinstance(page, int) or not 1 <= page <= MAX_PAGE:
             raise BadChoice(f"Pages go from 1 to {MAX_PAGE}.")
-        settings = self.store.servers.settings(guild_id)
-        since = lb.period_start(settings, period, self.tutor.clock())
-        return settings, self.store.boards.standings(guild_id, since, page=page, per_page=per_page,
-                                                     caller_id=caller and caller.id)
+        return board_page(ranking, page, per_page, caller and caller.id)
 
     def server_insights(self, guild_id: int, days: int) -> Missed:
         """What the server's learners got wrong in the decks it plays now."""

@@ -25,8 +25,7 @@ async def leaderboard(request: web.Request) -> web.Response:
     caller = await site.db(site.engine.tutor.known_learner, who.external_id) \
         if member else None
     try:
-        _, board = await site.db(site.engine.boards.board, guild_id, period, int(page),
-                                 caller, PER_PAGE)
+        board = await site.board(guild_id, settings, period, int(page), caller, PER_PAGE)
     except TutorError:
         raise web.HTTPNotFound() from None
     name = who.guilds[guild_id][0] if member else f"Server {guild_id}"

@@ -41,6 +41,11 @@ class BoardQueries(Queries):
                   per_page: int = 10, caller_id: int | None = None) -> Board:
         """One page of a server's board since `since` (None: all time), and the caller's
         own standing wherever it is."""
+        return board_page(self.ranking(guild_id, since), page, per_page, caller_id)
+
+    def ranking(self, guild_id: int, since: datetime | None) -> list[sa.Row]:
+        """Everyone on a server's board since `since` (None: all time), best first: one
+        aggregate over the log, which `board_page` pages without reading it again."""
         c = log_t.c
         points = points_sql()
         first_try = sa.case((first_try_sql(), 1), else_=0)
@@ -58,20 +63,7 @@ class BoardQueries(Queries):
             .order_by(totals.c.points.desc(), totals.c.first_try.desc(), totals.c.learner_id)
         )
         with self.engine.connect() as conn:
-            rows = conn.execute(query).all()
-        pages = max(1, -(-len(rows) // per_page))
-        page = min(max(1, page), pages)
-        shown = range((page - 1) * per_page, page * per_page)
-        standings, caller, rank, previous = [], None, 0, None
-        for index, row in enumerate(rows):
-            if row.points != previous:  # ties share a rank
-                rank, previous = index + 1, row.points
-            if index in shown or row.learner_id == caller_id:  # only what is displayed
-                standing = Standing(rank, row.learner_id, row.display_name or "someone",
-                                    int(row.points), row.reviews, int(row.first_try), row.streak)
-                standings += [standing] if index in shown else []
-                caller = standing if row.learner_id == caller_id else caller
-        return Board(standings, len(rows), page, pages, caller)
+            return conn.execute(query).all()
 
     def insights(self, since: datetime, *, guild_id: int | None = None,
                  learner_id: int | None = None, top: int = 5,
@@ -97,3 +89,21 @@ class BoardQueries(Queries):
                 sa.select(c.deck_id, c.mistake_ids).where(*scope)) for m in ids)
         ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))  # ties: by id
         return Insights(missed, ranked[:top])
+
+
+def board_page(rows: list[sa.Row], page: int, per_page: int, caller_id: int | None) -> Board:
+    """One page of a ranking (`BoardQueries.ranking`), and the caller's own standing
+    wherever it is."""
+    pages = max(1, -(-len(rows) // per_page))
+    page = min(max(1, page), pages)
+    shown = range((page - 1) * per_page, page * per_page)
+    standings, caller, rank, previous = [], None, 0, None
+    for index, row in enumerate(rows):
+        if row.points != previous:  # ties share a rank
+            rank, previous = index + 1, row.points
+        if index in shown or row.learner_id == caller_id:  # only what is displayed
+            standing = Standing(rank, row.learner_id, row.display_name or "someone",
+                                int(row.points), row.reviews, int(row.first_try), row.streak)
+            standings += [standing] if index in shown else []
+            caller = standing if row.learner_id == caller_id else caller
+    return Board(standings, len(rows), page, pages, caller)

@@ -165,3 +165,41 @@ def test_bench_learning_compares_policies_on_simulated_learners():
         three = policy["days_to_three_recalls"]
         assert 0 <= three["reached_fraction"] <= 1 and three["median"] is not None
     assert report["fewest_reviews_per_retained_card"] in report["policies"]
+
+
+def test_bench_web_fetches_every_page_of_a_small_server():
+    from types import SimpleNamespace
+
+    from bot.bench import web
+
+    report = web.bench_web(SimpleNamespace(n=3), learners=200, logs=5000)
+    assert report["benchmark"] == "web" and report["target_p95_ms"] == 100
+    assert (report["learners"], report["review_logs"]) == (200, 5000)
+    assert "sqlite" in report["databases"]
+    for db in report["databases"].values():
+        pages = db["pages"]
+        board = f"/servers/{web.GUILD}/leaderboard"
+        assert {"/", board, f"{board}?period=season", f"anonymous {board}?period=week",
+                f"anonymous {board}?period=season"} <= set(pages)
+        for page in pages.values():
+            assert page["statuses"] == [200], pages
+            assert 0 < page["median_ms"] <= page["p95_ms"]
+        assert db["all_200"] and isinstance(db["ok"], bool)
+    assert report["ok"] == all(db["ok"] for db in report["databases"].values())
+
+
+def test_bench_web_finds_new_pages_in_the_router():
+    from aiohttp import web as aioweb
+
+    from bot.bench import web
+
+    async def page(request):
+        return aioweb.Response()
+
+    app = aioweb.Application()
+    for path in ("/me/{guild}", "/servers/{guild}/decks/{deck}", "/a/{other}", "/healthz"):
+        app.router.add_get(path, page)
+    app.router.add_post("/servers/{guild}/insights", page)
+    assert web.pages_of(app, "d1") == [(f"/me/{web.GUILD}", False),
+                                       (f"/servers/{web.GUILD}/decks/d1", False)]
+    assert web.pages_of(app, None) == [(f"/me/{web.GUILD}", False)]

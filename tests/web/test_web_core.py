@@ -128,3 +128,33 @@ def test_the_web_settings_hold_no_bot_token(monkeypatch):
     monkeypatch.setenv("DISCORD_TOKEN", "bot-token-123")
     assert "bot-token-123" not in repr(WebSettings().model_dump())
     assert not hasattr(WebSettings(), "discord_token")
+
+
+
+async def test_a_board_is_read_once_per_30_s_and_each_visitor_sees_their_own_standing(
+        web, site, app, store, clock):
+    ticks = [0.0]
+    site.monotonic = lambda: ticks[0]
+    _played(store, clock, "ana", GUILD, 3)
+    bo = _played(store, clock, "bo", GUILD, 1)
+    reads, ranking = [], app.engine.boards.ranking
+    app.engine.boards.ranking = lambda *a: reads.append(a) or ranking(*a)
+    log_in(web, 1, guilds={GUILD: ("Club", False)})
+    assert "ana" in await (await web.get(f"/servers/{GUILD}/leaderboard?period=season")).text()
+    for i in range(1, 6):  # bo passes ana: on the board once its ranking is 30 s old
+        store.record(record(bo.id, f"bo-{i}", card_id=f"d/c{i}", guild_id=GUILD,
+                            changes_schedule=False))
+
+    async def season_board():
+        return await site.board(GUILD, app.engine.servers.settings(GUILD), "season", 1, bo, 25)
+
+    ticks[0] = 29.0
+    board = await season_board()
+    assert len(reads) == 1 and [s.name for s in board.standings] == ["ana", "bo"]
+    assert board.caller.rank == 2  # bo's own standing, in the ranking every visitor sees
+    ticks[0] = 30.0
+    board = await season_board()
+    assert len(reads) == 2 and [s.name for s in board.standings] == ["bo", "ana"]
+    assert board.caller.rank == 1
+    await web.get(f"/servers/{GUILD}/leaderboard?period=week")  # another period: its own
+    assert len(reads) == 3
