@@ -134,7 +134,9 @@ async def _measure_pages(site: Site, deck_id: str | None, n: int) -> dict:
     try:
         client.session.cookie_jar.update_cookies({COOKIE: site.sessions.encode({
             "csrf": "bench", "user": {"id": str(VISITOR), "name": "Ada",
-                                      "guilds": {str(GUILD): ["Big server", True]}}})})
+                                      # Two servers: /me lists them (one: a redirect).
+                                      "guilds": {str(GUILD): ["Big server", True],
+                                                 "1": ["Small server", False]}}})})
         results = {}
         for path, alone in pages_of(client.server.app, deck_id):
             get = functools.partial(anonymous.get, client.make_url(path)) if alone \
