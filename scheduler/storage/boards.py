@@ -85,8 +85,10 @@ class BoardQueries(Queries):
         with self.engine.connect() as conn:
             missed = [(r.card_id, int(r.missed), r.reviews) for r in conn.execute(cards)
                       if r.missed]
+            # A right first try names no mistake: only the other reviews are read.
             counts = Counter((deck, m) for deck, ids in conn.execute(
-                sa.select(c.deck_id, c.mistake_ids).where(*scope)) for m in ids)
+                sa.select(c.deck_id, c.mistake_ids).where(
+                    *scope, sa.or_(c.correct.is_(False), c.attempts > 1))) for m in ids)
         ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))  # ties: by id
         return Insights(missed, ranked[:top])
 
