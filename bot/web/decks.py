@@ -102,9 +102,15 @@ async def _summary(site: Site, guild_id: int, deck_id: str,
     return found
 
 
-def _refused(request: web.Request, site: Site, exc: TutorError) -> web.Response:
-    return site.page(request, "message.html", status=409, title="Nothing was changed",
-                     text=str(exc))
+async def _change(request: web.Request, site: Site, guild_id: int, call,
+                  *args) -> web.Response:
+    """A change to the server's decks, then its list; the engine's refusal, in words."""
+    try:
+        await site.db(call, guild_id, *args)
+    except TutorError as exc:
+        return site.page(request, "message.html", status=409, title="Nothing was changed",
+                         text=str(exc))
+    raise web.HTTPSeeOther(f"/servers/{guild_id}/decks")
 
 
 async def switch(request: web.Request) -> web.Response:
@@ -112,11 +118,7 @@ async def switch(request: web.Request) -> web.Response:
     _, guild_id = admin(request)
     deck_id, on = request.match_info["deck"], request.match_info["action"] == "enable"
     await _summary(site, guild_id, deck_id)
-    try:
-        await site.db(site.engine.decks.set_enabled, guild_id, deck_id, on)
-    except TutorError as exc:
-        return _refused(request, site, exc)
-    raise web.HTTPSeeOther(f"/servers/{guild_id}/decks")
+    return await _change(request, site, guild_id, site.engine.decks.set_enabled, deck_id, on)
 
 
 async def remove(request: web.Request) -> web.Response:
@@ -127,11 +129,7 @@ async def remove(request: web.Request) -> web.Response:
     if (await request.post()).get("confirm") != "yes":
         return site.page(request, "remove.html", title=f"Remove {deck.title}?", deck=deck,
                          guild_id=guild_id)
-    try:
-        await site.db(site.engine.decks.remove, guild_id, deck.deck_id)
-    except TutorError as exc:
-        return _refused(request, site, exc)
-    raise web.HTTPSeeOther(f"/servers/{guild_id}/decks")
+    return await _change(request, site, guild_id, site.engine.decks.remove, deck.deck_id)
 
 
 async def export(request: web.Request) -> web.Response:
