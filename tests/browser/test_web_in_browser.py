@@ -91,13 +91,18 @@ async def browser():
 
 
 def submit(driver, selector: str) -> None:
-    """Press this button and wait for the page it leads to (a condition, not a sleep)."""
-    from selenium.webdriver.support.expected_conditions import staleness_of
+    """Press this button and wait for the page it leads to (a condition, not a sleep): a
+    new document, which has no mark of the old one, fully loaded. A look while the browser
+    swaps documents can fail (chromedriver: "node does not belong to the document"): the
+    wait looks again."""
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.support.wait import WebDriverWait
 
-    old = driver.find_element("tag name", "html")
+    driver.execute_script("window.__leaving = true")
     driver.find_element("css selector", selector).click()
-    WebDriverWait(driver, 60).until(staleness_of(old))
+    WebDriverWait(driver, 60, ignored_exceptions=(WebDriverException,)).until(
+        lambda d: d.execute_script(
+            "return !window.__leaving && document.readyState === 'complete'"))
 
 
 def _text(driver) -> str:
