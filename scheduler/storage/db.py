@@ -8,8 +8,10 @@ last commits only on power loss). Schema changes go through Alembic, never `crea
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
 import threading
+import zlib
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -175,9 +177,35 @@ def _alembic_config(engine: sa.Engine) -> Config:
     return config
 
 
+# The bot and the web companion (or two replicas) started on one new database used to
+# migrate it at once: one died on "table learner already exists" or "database is locked".
+MIGRATION_LOCK_KEY = zlib.crc32(b"tutor schema migrations")
+
+
+@contextlib.contextmanager
+def _one_migrator(engine: sa.Engine):
+    """Held by one process at a time. SQLite: an flock on a file beside the database (not
+    on the database itself, since closing any descriptor of that file drops SQLite's own
+    locks). PostgreSQL: an advisory lock, taken inside the migration's transaction."""
+    database = engine.url.database
+    if engine.dialect.name != "sqlite" or not database or database == ":memory:" \
+            or database.startswith("file:"):
+        yield
+        return
+    with open(f"{database}.migrate-lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def _migrate(engine: sa.Engine, step, revision: str) -> None:
     config = _alembic_config(engine)
-    with engine.begin() as connection:
+    with _one_migrator(engine), engine.begin() as connection:
+        if engine.dialect.name == "postgresql":
+            connection.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"),
+                               {"key": MIGRATION_LOCK_KEY})
         config.attributes["connection"] = connection
         step(config, revision)
 

@@ -30,9 +30,13 @@ class Stack:
         self.server, self.bot, self.web, self.base = server, bot, web, base
 
 
-async def _up(url: str) -> None:
+async def _up(url: str, web) -> None:
+    """Until the web companion answers; a process that exited fails with its log."""
     async with aiohttp.ClientSession() as http, asyncio.timeout(STARTUP_S):
         while True:
+            if web.proc.returncode is not None:
+                pytest.fail(f"tutor web exited ({web.proc.returncode}):\n"
+                            f"{web.log.read_text()}")
             try:
                 async with http.get(url) as reply:
                     if reply.status == 200:
@@ -55,7 +59,7 @@ async def stack(tmp_path_factory):
     try:
         await server.wait_ready(timeout=STARTUP_S)
         await server.wait_commands(timeout=STARTUP_S)
-        await _up(f"{base}/healthz")
+        await _up(f"{base}/healthz", web)
         yield Stack(server, bot, web, base)
     finally:
         await web.stop()

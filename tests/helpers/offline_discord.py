@@ -32,8 +32,12 @@ class BotProcess:
     async def stop(self, sig: signal.Signals = signal.SIGINT) -> int:
         """`sig` (Ctrl-C, or SIGTERM as docker stop sends), then a wait until the process
         exits: it closes the websocket (code 1000) and returns. The wait ends as soon as it
-        does; STOP_S only bounds a hung process, which is then killed (-9: the test fails)."""
-        self.proc.send_signal(sig)
+        does; STOP_S only bounds a hung process, which is then killed (-9: the test fails).
+        A process already gone keeps its own exit code."""
+        if self.proc.returncode is not None:
+            return self.proc.returncode
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.send_signal(sig)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.proc.wait(), STOP_S)
         if self.proc.returncode is None:

@@ -83,6 +83,17 @@ def test_upgrade_is_idempotent_and_downgrade_round_trips(tmp_path):
         sa.inspect(engine).get_table_names())
 
 
+def test_processes_starting_on_one_new_database_migrate_it_one_at_a_time(db_url):
+    """The bot and the web companion started together on a new database (as compose and
+    the browser tests do): each process migrates, none fails on the other's tables."""
+    code = "import sys; from bot.app import open_store; open_store(sys.argv[1])"
+    starts = [subprocess.Popen([sys.executable, "-c", code, db_url], stderr=subprocess.PIPE,
+                               text=True) for _ in range(4)]
+    errors = [p.communicate(timeout=300)[1] for p in starts]
+    assert [p.returncode for p in starts] == [0] * 4, "\n".join(errors)
+    assert current_revision(make_engine(db_url)) == head_revision()
+
+
 def test_migrations_import_nothing_of_the_project():
     """A migration is history: one that imported the rules (0007 once imported
     scheduler.replay) would change silently with them (issue 38.6)."""
