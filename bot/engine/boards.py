@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from bot.engine.errors import TutorError
 from bot.engine.misconceptions import mistake_title
@@ -71,10 +71,12 @@ class Boards:
         return board_page(ranking, page, per_page, caller and caller.id)
 
     def server_insights(self, guild_id: int, days: int) -> Missed:
-        """What the server's learners got wrong in the decks it plays now."""
-        since = self.tutor.clock() - timedelta(days=days)
-        return self._titled(self.store.boards.insights(
-            since, guild_id=guild_id, decks=self.plays.server_decks(guild_id)))
+        """What the server's learners got wrong in the decks it plays now, over the last
+        `days` UTC days (today the last)."""
+        now = self.tutor.clock()
+        first_day = (now.astimezone(UTC) - timedelta(days=days - 1)).date()
+        return self._titled(self.store.insights.server(
+            guild_id, first_day, now, decks=self.plays.server_decks(guild_id)))
 
     def card_labels(self, card_ids: list[str]) -> dict[str, str]:
         """Each card as learners know it: its prompt's first line (`card_label`); a card
@@ -99,8 +101,8 @@ class Boards:
         since = self.tutor.clock() - timedelta(days=days)
         return Activity(self.store.reviews.per_day(learner.id, since),
                         self.store.reviews.retention_by_week(learner.id, since),
-                        self._titled(self.store.boards.insights(
-                            since, learner_id=learner.id, top=top,
+                        self._titled(self.store.insights.learner(
+                            learner.id, since, top=top,
                             decks=self.plays.decks(learner.id, guild_id))))
 
 

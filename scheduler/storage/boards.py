@@ -1,15 +1,13 @@
-"""Leaderboard and insight queries: aggregates over the review log (scheduler/leaderboard.py
-has the rules they apply)."""
+"""Leaderboard queries: aggregates over the review log (scheduler/leaderboard.py has the
+rules they apply)."""
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Collection
 from datetime import datetime
 
 import sqlalchemy as sa
 
-from scheduler.leaderboard import GRADED_KINDS, POINTS, Board, Insights, Standing
+from scheduler.leaderboard import GRADED_KINDS, POINTS, Board, Standing
 from scheduler.storage.db import Queries
 from scheduler.storage.models import Learner, ReviewLog
 
@@ -64,33 +62,6 @@ class BoardQueries(Queries):
         )
         with self.engine.connect() as conn:
             return conn.execute(query).all()
-
-    def insights(self, since: datetime, *, guild_id: int | None = None,
-                 learner_id: int | None = None, top: int = 5,
-                 decks: Collection[str] | None = None) -> Insights:
-        """Which cards and mistakes go wrong most, for a server or one learner; only in
-        `decks` when given (the decks played there)."""
-        c = log_t.c
-        first_try = first_try_sql()
-        scope = [c.reviewed_at >= since, c.kind.in_(GRADED_KINDS)]
-        scope += [c.deck_id.in_(sorted(decks))] if decks is not None else []
-        scope += [c.guild_id == guild_id] if guild_id is not None else []
-        scope += [c.learner_id == learner_id] if learner_id is not None else []
-        cards = (
-            sa.select(c.card_id, sa.func.sum(sa.case((first_try, 0), else_=1)).label("missed"),
-                      sa.func.count().label("reviews"))
-            .where(*scope).group_by(c.card_id)
-            .order_by(sa.literal_column("missed").desc(), c.card_id).limit(top)
-        )
-        with self.engine.connect() as conn:
-            missed = [(r.card_id, int(r.missed), r.reviews) for r in conn.execute(cards)
-                      if r.missed]
-            # A right first try names no mistake: only the other reviews are read.
-            counts = Counter((deck, m) for deck, ids in conn.execute(
-                sa.select(c.deck_id, c.mistake_ids).where(
-                    *scope, sa.or_(c.correct.is_(False), c.attempts > 1))) for m in ids)
-        ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))  # ties: by id
-        return Insights(missed, ranked[:top])
 
 
 def board_page(rows: list[sa.Row], page: int, per_page: int, caller_id: int | None) -> Board:

@@ -7,6 +7,7 @@ from datetime import datetime
 import sqlalchemy as sa
 
 from scheduler.storage.db import DriverConnections, Queries, upsert_insert
+from scheduler.storage.insights import forget_counts
 from scheduler.storage.models import Learner
 from scheduler.storage.prepared import PreparedSelect
 
@@ -58,6 +59,8 @@ class LearnerQueries(Queries):
             conn.execute(learner_t.update().where(learner_t.c.id == learner_id).values(**values))
 
     def delete(self, learner_id: int) -> None:
-        """Forget a learner: states, logs and memberships go with them (ON DELETE CASCADE)."""
+        """Forget a learner: states, logs and memberships go with them (ON DELETE CASCADE),
+        and the insight counts of the servers they played in (counted again without them)."""
         with self.engine.begin() as conn:
+            forget_counts(conn, learner_id)
             conn.execute(learner_t.delete().where(learner_t.c.id == learner_id))

@@ -288,3 +288,29 @@ class FSRSParameters(SQLModel, table=True):
     # What was in force when it was applied (None: the defaults): a revert goes back to it.
     previous_version: int | None = None
     reverted_at: datetime | None = Field(default=None, sa_column=_utc_column(True))
+
+
+class InsightDay(SQLModel, table=True):
+    """A server's closed UTC day of graded reviews, counted per card (`reviews`, `missed`:
+    not right on the first try) and per mistake (`missed`: times made), so its insights
+    read a month of counts instead of a month of the log (scheduler/storage/insights.py)."""
+
+    __tablename__ = "insight_day"
+
+    guild_id: int = Field(sa_type=sa.BigInteger, primary_key=True)
+    day: date = Field(primary_key=True)
+    kind: str = Field(max_length=7, primary_key=True)  # card | mistake
+    deck_id: str = Field(max_length=40, primary_key=True)
+    item_id: str = Field(max_length=80, primary_key=True)  # the card's or the mistake's id
+    reviews: int
+    missed: int
+
+
+class InsightDayCounted(SQLModel, table=True):
+    """The days of a server counted into `insight_day` (a day without reviews has no rows
+    there); dropped with them when a learner who played there is forgotten."""
+
+    __tablename__ = "insight_day_counted"
+
+    guild_id: int = Field(sa_type=sa.BigInteger, primary_key=True)
+    day: date = Field(primary_key=True)

@@ -20,6 +20,7 @@ from scheduler.storage.boards import BoardQueries
 from scheduler.storage.db import BackgroundCheckpoints, DriverConnections
 from scheduler.storage.decks import DeckQueries
 from scheduler.storage.fits import FitQueries
+from scheduler.storage.insights import InsightQueries
 from scheduler.storage.learners import LearnerQueries
 from scheduler.storage.misconceptions import MisconceptionQueries
 from scheduler.storage.models import CardState, Learner, ReviewLog
@@ -137,6 +138,7 @@ class Store:
         self.served = ServedQueries(engine, connections)
         self.decks = DeckQueries(engine, connections)
         self.boards = BoardQueries(engine, connections)
+        self.insights = InsightQueries(engine, connections)
         self.reminders = ReminderQueries(engine, connections)
         self.misconceptions = MisconceptionQueries(engine, connections)
         self.fits = FitQueries(engine, connections)

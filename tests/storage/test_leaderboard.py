@@ -1,5 +1,5 @@
-"""Points that reward real learning, weeks in the server's timezone, hidden learners,
-seasons, and what a server gets wrong most."""
+"""Points that reward real learning, weeks in the server's timezone, hidden learners and
+seasons."""
 
 from __future__ import annotations
 
@@ -114,30 +114,3 @@ def test_a_new_season_starts_an_empty_board_and_keeps_history(store):
     season = lb.period_start(settings, "season", NOW + timedelta(hours=1))
     assert store.boards.standings(GUILD, season).standings == []
     assert len(store.reviews.on_day(1, NOW.date())) == 3  # nothing deleted
-
-
-def test_insights_name_the_cards_and_mistakes_missed_most(store):
-    person = store.learners.get_or_create("discord:1", display_name="ann", now=NOW)
-    for i, (card, mistakes) in enumerate([("d/a", ["m1"]), ("d/a", ["m1", "m2"]),
-                                          ("d/b", ["m2"]), ("d/c", [])]):
-        store.record(record(person.id, f"x{i}", card_id=card, kind="review",
-                            correct=not mistakes, attempts=1 if not mistakes else 2,
-                            mistake_ids=mistakes, guild_id=GUILD, changes_schedule=False))
-    found = store.boards.insights(NOW - timedelta(days=30), guild_id=GUILD)
-    assert found.missed_cards == [("d/a", 2, 2), ("d/b", 1, 1)]
-    assert found.mistakes == [(("d", "m1"), 2), (("d", "m2"), 2)]  # ties by id
-    mine = store.boards.insights(NOW - timedelta(days=30), learner_id=person.id, top=1)
-    assert len(mine.missed_cards) == 1
-
-
-def test_insights_count_a_mistake_id_per_deck(store):
-    """Two decks may use one mistake id for different mistakes: each is counted apart."""
-    person = store.learners.get_or_create("discord:1", display_name="ann", now=NOW)
-    for i, (deck, times) in enumerate([("e", 1), ("d", 2)]):
-        for j in range(times):
-            store.record(record(person.id, f"x{i}{j}", card_id=f"{deck}/a", deck_id=deck,
-                                kind="review", correct=False, attempts=3,
-                                mistake_ids=["in_place"], guild_id=GUILD,
-                                changes_schedule=False))
-    found = store.boards.insights(NOW - timedelta(days=30), guild_id=GUILD)
-    assert found.mistakes == [(("d", "in_place"), 2), (("e", "in_place"), 1)]
