@@ -97,13 +97,13 @@ class Boards:
     def activity(self, learner: Learner, days: int, top: int,
                  guild_id: int | None = None) -> Activity:
         """A learner's reviews per day and retention per week over `days`, and what they
-        missed most in the decks they play here (cards they can be offered again)."""
+        missed most in the decks they play here (cards they can be offered again; `top`
+        0: not read)."""
         since = self.tutor.clock() - timedelta(days=days)
+        missed = Missed([], []) if top == 0 else self._titled(self.store.insights.learner(
+            learner.id, since, top=top, decks=self.plays.decks(learner.id, guild_id)))
         return Activity(self.store.reviews.per_day(learner.id, since),
-                        self.store.reviews.retention_by_week(learner.id, since),
-                        self._titled(self.store.insights.learner(
-                            learner.id, since, top=top,
-                            decks=self.plays.decks(learner.id, guild_id))))
+                        self.store.reviews.retention_by_week(learner.id, since), missed)
 
 
 # The board's values as the front ends read them (scheduler/leaderboard.py makes them).

@@ -38,7 +38,7 @@ def _progress(site: Site, learner: Learner, guild_id: int | None) -> dict:
     engine = site.engine
     progress = engine.plays.progress(learner, guild_id)
     reviews, first_try = engine.learners.totals(learner)
-    activity = engine.boards.activity(learner, days=7 * WEEKS + 7, top=1, guild_id=guild_id)
+    activity = engine.boards.activity(learner, days=7 * WEEKS + 7, top=0)
     mistakes = engine.learners.mistakes(learner, engine.plays.decks(learner.id, guild_id))
     ahead = engine.plays.forecast(learner, guild_id, AHEAD)
     return {
