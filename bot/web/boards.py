@@ -25,14 +25,14 @@ async def leaderboard(request: web.Request) -> web.Response:
     caller = await site.db(site.engine.tutor.known_learner, who.external_id) \
         if member else None
     try:
-        board = await site.board(guild_id, settings, period, int(page), caller, PER_PAGE)
+        board, age_s = await site.board(guild_id, settings, period, int(page), caller, PER_PAGE)
     except TutorError:
         raise web.HTTPNotFound() from None
     name = who.guilds[guild_id][0] if member else f"Server {guild_id}"
     return site.page(request, "leaderboard.html", title=f"{name}: leaderboard", name=name,
                      guild_id=guild_id, board=board, period=period, periods=PERIODS,
                      public=settings.board_public, manages=member and who.manages(guild_id),
-                     season=settings.season)
+                     season=settings.season, counted=_ago(age_s))
 
 
 async def set_public(request: web.Request) -> web.Response:
@@ -41,6 +41,14 @@ async def set_public(request: web.Request) -> web.Response:
     public = (await request.post()).get("public") == "on"
     await site.db(site.engine.servers.set_board_public, guild_id, public)
     raise web.HTTPSeeOther(f"/servers/{guild_id}/leaderboard")
+
+
+def _ago(seconds: float) -> str:
+    """When the board was counted, in words (a ranking is shown for a while, `Rankings`)."""
+    if seconds < 60:
+        return "just now"
+    minutes = int(seconds // 60)
+    return f"{minutes} minute{'s' if minutes != 1 else ''} ago"
 
 
 def add_routes(router: web.UrlDispatcher) -> None:

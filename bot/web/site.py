@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -14,10 +13,9 @@ from aiohttp import web
 
 from bot.engine import Board, Engine, Learner
 from bot.web.oauth import OAuthApp
+from bot.web.rankings import Rankings
 from bot.web.security import RateLimits
 from bot.web.sessions import COOKIE, Sessions, new_token
-
-BOARD_TTL_S = 30.0
 
 SITE = web.AppKey("site", "Site")
 VIEWER = web.RequestKey("viewer", "Viewer | None")  # the visitor of this request
@@ -47,9 +45,7 @@ class Site:
     oauth: OAuthApp | None  # None: local mode, the terminal's learner on loopback
     local_name: str = "me"
     limits: RateLimits = field(default_factory=RateLimits)
-    board_ttl_s: float = BOARD_TTL_S  # how long a server's ranking is reused (`board`)
-    monotonic: Callable[[], float] = time.monotonic
-    _rankings: dict = field(default_factory=dict, repr=False)  # key: (expiry, ranking)
+    rankings: Rankings = field(default_factory=Rankings)  # servers' boards, read for all
     templates: jinja2.Environment = field(default_factory=lambda: jinja2.Environment(
         loader=jinja2.PackageLoader("bot.web", "templates"),
         autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
@@ -73,26 +69,18 @@ class Site:
                       session.get("csrf", "")), None
 
     async def board(self, guild_id: int, settings, period: str, page: int,
-                    caller: Learner | None, per_page: int) -> Board:
-        """One page of a server's board for `period` and `caller`'s standing, from its
-        ranking as read at most `board_ttl_s` ago. The season's ranking is an aggregate over
-        the server's whole log (a big server: a million rows, most of a second), and a
-        board is the same for every visitor at a time, so reusing it for 30 s shows each
-        visitor what a reload 30 s earlier would have: a review counts on the page, and one
-        who hid themselves leaves it, within 30 s. The ranking is keyed by where its period
-        starts (read from the settings of this request), so a new season or week shows at
-        once; each visitor's own standing is looked up in it, never cached per visitor.
-        TutorError on a bad period or page."""
+                    caller: Learner | None, per_page: int) -> tuple[Board, float]:
+        """One page of a server's board for `period` and `caller`'s standing, and how many
+        seconds ago its ranking was read (`Rankings`: one read shown to every visitor for
+        a while, as a reload that long ago would have shown it). The ranking is keyed by
+        where its period starts (read from the settings of this request), so a new season
+        or week shows at once; each visitor's own standing is looked up in it, never kept
+        per visitor. TutorError on a bad period or page."""
         engine_boards = self.engine.boards
         since = engine_boards.period_start(settings, period)
-        key, now = (guild_id, period, since), self.monotonic()
-        found = self._rankings.get(key)
-        if found is None or found[0] <= now:
-            ranking = await self.db(engine_boards.ranking, guild_id, since)
-            now = self.monotonic()
-            self._rankings = {k: v for k, v in self._rankings.items() if v[0] > now}
-            self._rankings[key] = found = (now + self.board_ttl_s, ranking)
-        return engine_boards.page(found[1], page, caller, per_page)
+        ranking, age_s = await self.rankings.get(
+            (guild_id, period, since), lambda: self.db(engine_boards.ranking, guild_id, since))
+        return engine_boards.page(ranking, page, caller, per_page), age_s
 
     async def db(self, call: Callable, *args, **kwargs):
         """An engine call on a worker thread: the loop keeps serving while the database
