@@ -94,16 +94,18 @@ class Boards:
             (mistake_title(library, deck_id, mistake_id) or mistake_id, times)
             for (deck_id, mistake_id), times in found.mistakes])
 
-    def activity(self, learner: Learner, days: int, top: int,
-                 guild_id: int | None = None) -> Activity:
-        """A learner's reviews per day and retention per week over `days`, and what they
-        missed most in the decks they play here (cards they can be offered again; `top`
-        0: not read)."""
+    def activity(self, learner: Learner, days: int, top: int, guild_id: int | None = None,
+                 *, only_here: bool = False) -> Activity:
+        """A learner's reviews per day and retention per week over `days` (everywhere, or
+        `only_here`: in this server), and what they missed most in the decks they play
+        here (cards they can be offered again; `top` 0: not read)."""
         since = self.tutor.clock() - timedelta(days=days)
         missed = Missed([], []) if top == 0 else self._titled(self.store.insights.learner(
             learner.id, since, top=top, decks=self.plays.decks(learner.id, guild_id)))
-        return Activity(self.store.reviews.per_day(learner.id, since),
-                        self.store.reviews.retention_by_week(learner.id, since), missed)
+        counted_in = guild_id if only_here else None
+        reviews = self.store.reviews
+        return Activity(reviews.per_day(learner.id, since, counted_in),
+                        reviews.retention_by_week(learner.id, since, counted_in), missed)
 
 
 # The board's values as the front ends read them (scheduler/leaderboard.py makes them).

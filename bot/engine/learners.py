@@ -75,10 +75,10 @@ class Learners:
         self.store.learners.update(learner.id, **changes)
         return self.store.learners.get(learner.id)
 
-    def totals(self, learner: Learner) -> tuple[int, int]:
-        """(reviews, right on the first try), everywhere; cards seen of the decks played
-        here are `Progress.seen`."""
-        return self.store.reviews.totals(learner.id)
+    def totals(self, learner: Learner, guild_id: int | None = None) -> tuple[int, int]:
+        """(reviews, right on the first try), everywhere or in one server; cards seen of
+        the decks played here are `Progress.seen`."""
+        return self.store.reviews.totals(learner.id, guild_id)
 
     def snooze_reminders(self, learner: Learner) -> datetime:
         until = self.tutor.clock() + SNOOZE

@@ -1,4 +1,4 @@
-"""A learner's own progress, per server (issue 42): what /stats shows in Discord, with
+"""A learner's own progress, per server (issue 42: counted from their reviews there), with
 charts drawn here (bot/web/charts.py). Only the visitor's own: the learner is theirs, and
 a server they are not in is 'not found'."""
 
@@ -37,8 +37,9 @@ def _progress(site: Site, learner: Learner, guild_id: int | None) -> dict:
     """Everything the page shows, read in one worker-thread call."""
     engine = site.engine
     progress = engine.plays.progress(learner, guild_id)
-    reviews, first_try = engine.learners.totals(learner)
-    activity = engine.boards.activity(learner, days=7 * WEEKS + 7, top=0)
+    reviews, first_try = engine.learners.totals(learner, guild_id)
+    activity = engine.boards.activity(learner, days=7 * WEEKS + 7, top=0, guild_id=guild_id,
+                                      only_here=True)
     mistakes = engine.learners.mistakes(learner, engine.plays.decks(learner.id, guild_id))
     ahead = engine.plays.forecast(learner, guild_id, AHEAD)
     return {

@@ -110,9 +110,10 @@ class ReviewLog(SQLModel, table=True):
         # Covers a server's leaderboard: the rows of a week, without table lookups.
         sa.Index("ix_review_log_guild_board", "guild_id", "reviewed_at", "learner_id", "kind",
                  "correct", "attempts", "hint_used"),
-        # Covers a learner's totals, days and weeks (their progress page, /stats).
+        # Covers a learner's totals, days and weeks, everywhere or in one server (their
+        # progress page, /stats).
         sa.Index("ix_review_log_learner_time", "learner_id", "reviewed_at", "kind", "correct",
-                 "attempts", "hint_used", "study_day"),
+                 "attempts", "hint_used", "study_day", "guild_id"),
     )
 
     id: int | None = Field(default=None, primary_key=True)

@@ -55,34 +55,40 @@ class ReviewQueries(Queries):
         with self.engine.connect() as conn:
             return [ReviewLog.model_validate(r._mapping) for r in conn.execute(query)]
 
-    def totals(self, learner_id: int) -> tuple[int, int]:
-        """(graded reviews, of which right on the first try), drills and cram excluded."""
+    def totals(self, learner_id: int, guild_id: int | None = None) -> tuple[int, int]:
+        """(graded reviews, of which right on the first try), drills and cram excluded;
+        in one server when `guild_id` is given."""
         first_try = sa.and_(log_t.c.correct, log_t.c.attempts == 1)
         query = sa.select(
             sa.func.count(), sa.func.coalesce(sa.func.sum(sa.case((first_try, 1), else_=0)), 0)
-        ).where(log_t.c.learner_id == learner_id, log_t.c.kind.in_(("new", "review")))
+        ).where(log_t.c.learner_id == learner_id, log_t.c.kind.in_(("new", "review")),
+                *_in_server(guild_id))
         with self.engine.connect() as conn:
             total, right = conn.execute(query).one()
         return int(total), int(right)
 
-    def per_day(self, learner_id: int, since: datetime) -> dict[date, int]:
-        """Graded reviews per study day (drills and cram excluded)."""
+    def per_day(self, learner_id: int, since: datetime,
+                guild_id: int | None = None) -> dict[date, int]:
+        """Graded reviews per study day (drills and cram excluded), in one server when
+        `guild_id` is given."""
         query = (
             sa.select(log_t.c.study_day, sa.func.count())
             .where(log_t.c.learner_id == learner_id, log_t.c.reviewed_at >= since,
-                   log_t.c.kind.in_(("new", "review")))
+                   log_t.c.kind.in_(("new", "review")), *_in_server(guild_id))
             .group_by(log_t.c.study_day)
         )
         with self.engine.connect() as conn:
             return dict(conn.execute(query).all())
 
-    def retention_by_week(self, learner_id: int, since: datetime) -> list[tuple[date, float, int]]:
-        """(week start, share right on the first try, reviews) for due reviews, by week."""
+    def retention_by_week(self, learner_id: int, since: datetime,
+                          guild_id: int | None = None) -> list[tuple[date, float, int]]:
+        """(week start, share right on the first try, reviews) for due reviews, by week; in
+        one server when `guild_id` is given."""
         counts: dict[date, list[int]] = {}
         query = sa.select(log_t.c.study_day, log_t.c.correct, log_t.c.attempts,
                           log_t.c.hint_used).where(
             log_t.c.learner_id == learner_id, log_t.c.reviewed_at >= since,
-            log_t.c.kind == "review")
+            log_t.c.kind == "review", *_in_server(guild_id))
         with self.engine.connect() as conn:
             for day, correct, attempts, hint in conn.execute(query):
                 week = counts.setdefault(day - timedelta(days=day.weekday()), [0, 0])
@@ -94,3 +100,13 @@ class ReviewQueries(Queries):
         with self.engine.connect() as conn:
             row = conn.execute(sa.select(log_t).where(log_t.c.answer_id == answer_id)).first()
         return None if row is None else ReviewLog.model_validate(row._mapping)
+
+
+def _in_server(guild_id: int | None) -> list[sa.ColumnElement]:
+    """A learner's reviews in one server, found through the learner's index: the server's
+    holds all its reviews (a big server: a million), and without table statistics SQLite
+    took it for a learner's totals (80 ms, not 2). A unary `+` keeps a term off the
+    indexes in SQLite and changes nothing in PostgreSQL."""
+    if guild_id is None:
+        return []
+    return [sa.literal_column("+review_log.guild_id", sa.BigInteger) == guild_id]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import os
 import signal
 import sqlite3
@@ -92,6 +93,36 @@ def test_processes_starting_on_one_new_database_migrate_it_one_at_a_time(db_url)
     errors = [p.communicate(timeout=300)[1] for p in starts]
     assert [p.returncode for p in starts] == [0] * 4, "\n".join(errors)
     assert current_revision(make_engine(db_url)) == head_revision()
+
+
+def _plans(engine, call) -> list[str]:
+    """SQLite's plan for each statement `call` runs."""
+    statements = []
+    listen = functools.partial(sa.event.listens_for, engine, "before_cursor_execute")
+    listen()(record := lambda conn, cursor, sql, params, *_: statements.append((sql, params)))
+    try:
+        call()
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", record)
+    with engine.connect() as conn:
+        return [" ".join(row[-1] for row in conn.exec_driver_sql(
+            "EXPLAIN QUERY PLAN " + sql, params)) for sql, params in statements]
+
+
+@pytest.mark.sqlite_only
+def test_a_learner_s_reviews_in_one_server_are_read_through_the_learner_s_index(store):
+    """The server's index holds every review of the server: a learner's totals, days and
+    weeks in one big server read through it took 80 ms, not 2."""
+    from bot.bench.big_server import fill
+
+    fill(store.engine, 1, datetime(2026, 12, 1, tzinfo=UTC), learners=300, logs=3000,
+         cards=[("d", "d/c", 1, "m")])
+    since = datetime(2026, 6, 1, tzinfo=UTC)
+    for call in (lambda: store.reviews.totals(7, 1), lambda: store.reviews.per_day(7, since, 1),
+                 lambda: store.reviews.retention_by_week(7, since, 1)):
+        plans = _plans(store.engine, call)
+        assert plans and all("COVERING INDEX ix_review_log_learner_time" in p for p in plans), \
+            plans
 
 
 def test_migrations_import_nothing_of_the_project():

@@ -52,6 +52,17 @@ async def test_the_page_shows_the_visitor_s_numbers_charts_and_mistakes(web, app
     assert "remediation of mistakes <strong>off</strong>" in page
 
 
+async def test_each_server_s_page_counts_the_reviews_made_there(web, app):
+    played(app, "discord:1", GUILD, "mini/clear", RIGHT["mini/clear"])
+    played(app, "discord:1", OTHER, "mini/why", "speed", "memory", "average")
+    log_in(web, 1, guilds={GUILD: ("Club", False), OTHER: ("Other", False)})
+    for guild_id, first_try in ((GUILD, "100%"), (OTHER, "0%")):
+        page = await (await web.get(f"/me/{guild_id}")).text()
+        assert re.search(r"<dt>Reviews</dt><dd>1</dd>", page)
+        assert re.search(rf"<dt>First try</dt><dd>{first_try}</dd>", page)
+        assert any("1 review on 1 day" in label for label in charts(page))
+
+
 async def test_retention_shows_once_cards_come_back(web, app, clock):
     learner = played(app, "discord:1", GUILD, "mini/clear", RIGHT["mini/clear"])
     clock.advance(days=3)
