@@ -87,7 +87,7 @@ def card_embed(card: AnyCard, served: Served, finished: bool = False,
         title=f"{KIND_LABEL[served.kind]} · {card.difficulty} · "
               f"{', '.join(topic_name(t) for t in card.topics)}",
         description=clip(f"**{markdown(card.prompt)}**" if finished
-                         else card_text(card, lettered(card, served)),
+                         else card_text(card, lettered(card, served), served.chosen),
                          DISCORD.embed_description),
         colour=BLUE,
     )

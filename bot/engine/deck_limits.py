@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from bot.engine.feedback import KIND_LABEL, LETTERS, answer_text, card_text, has_code_options
+from bot.engine.feedback import KIND_LABEL, LETTERS, answer_text, card_text
 from bot.engine.judging import correct_answer
 from content.schema import ChoiceCard, CodeCard, Deck, FillInCard
 
@@ -119,16 +119,10 @@ def _card_problems(card, base: tuple, mistakes: dict) -> Iterator[Problem]:
 
 
 def _longest_text(card) -> int:
-    """The card as shown, in its longest option order (options are shuffled per serve).
-    Only a code-option card's length depends on the order, and only on which option comes
-    first: that one is shown whole and each other as its diff against it (or whole where
-    that is shorter); letters are one character each, whatever their order."""
-    options = getattr(card, "options", [])
-    if not has_code_options(card):
-        return len(card_text(card, zip(LETTERS, options, strict=False)))
-    return max(len(card_text(card, zip(LETTERS, [first, *(o for o in options if o is not first)],
-                                       strict=False)))
-               for first in options if first.code)
+    """The card as shown, before any pick. Options are shuffled per serve, but only their
+    letters depend on the order (one character each): a code-option card shows in full
+    whichever option makes it shortest (`feedback.code_options_text`)."""
+    return len(card_text(card, zip(LETTERS, getattr(card, "options", []), strict=False)))
 
 
 def _earlier_named(card, mistakes: dict) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import date
 
@@ -185,15 +186,16 @@ def numbered_code(card: FillInCard) -> str:
     return BLANK_RE.sub(lambda m: f"[{blank_number(card, m.group(1))}]", card.code)
 
 
-def card_text(card: AnyCard, options) -> str:
+def card_text(card: AnyCard, options, tried: Collection[str] = ()) -> str:
     """A card as Discord shows it: the prompt, its code, each option under its letter
-    (`options`: (letter, option) pairs in the shown order). The upload limits measure the
-    same text (bot/engine/deck_limits.py). Deck text may be a stranger's: see content/safe_text."""
+    (`options`: (letter, option) pairs in the shown order; `tried`: the ids of options
+    picked wrong so far). The upload limits measure the same text
+    (bot/engine/deck_limits.py). Deck text may be a stranger's: see content/safe_text."""
     parts = [markdown(card.prompt)]
     if isinstance(card, FillInCard):
         parts.append(code_block(numbered_code(card)))
     elif has_code_options(card):
-        return code_options_text(card, list(options))
+        return code_options_text(card, list(options), tried)
     elif isinstance(card, ChoiceCard):
         if card.code:
             parts.append(code_block(card.code))
@@ -212,23 +214,36 @@ def has_code_options(card: AnyCard) -> bool:
     return isinstance(card, ChoiceCard) and any(option.code for option in card.options)
 
 
-def code_options_text(card: ChoiceCard, options: list[tuple[str, Option]]) -> str:
-    """A card whose options are code, short enough for a phone: the card's own code, the
-    first option's code in full under its letter, each other option as the lines where it
+def code_options_text(card: ChoiceCard, options: list[tuple[str, Option]],
+                      tried: Collection[str] = ()) -> str:
+    """A card whose options are code, short enough for a phone: the card's own code, one
+    option's code in full under its letter, then each other option as the lines where it
     differs from that one (a diff, a line of context each side), and the question last,
-    right above the buttons. Option texts are shown only where they tell options apart
-    (a deck's options often all read "This loop")."""
+    right above the buttons. The option shown in full is the one that makes the card
+    shortest, so no option order makes it longer; an option already picked wrong is only
+    its letter. Option texts are shown only where they tell options apart (a deck's
+    options often all read "This loop")."""
+    open_ = [(letter, o) for letter, o in options if o.code and o.id not in tried]
+    bases = open_ or [(letter, o) for letter, o in options if o.code][:1]
+    return min((_code_options_on(card, options, tried, base) for base in bases), key=len)
+
+
+def _code_options_on(card: ChoiceCard, options: list[tuple[str, Option]],
+                     tried: Collection[str], base_option: tuple[str, Option]) -> str:
     texts = {option.text for _, option in options}
     parts = [code_block(card.code)] if card.code else []
-    base_letter, base = next(((letter, option) for letter, option in options if option.code),
-                             ("", None))
-    for letter, option in options:
+    base_letter, base = base_option
+    # The loop in full first, then the others in their letters' order.
+    for letter, option in [base_option, *(pair for pair in options if pair[1] is not base)]:
         head = f"**{letter}.**" + (f" {markdown(option.text)}" if len(texts) > 1 else "")
+        if option.id in tried and option is not base:
+            parts.append(f"{head} (tried: not this one)")
+            continue
         diff = code_diff(base.code, option.code) if option.code and option is not base \
             else None
         if diff is not None and len(diff) < len(option.code):
             parts.append(f"{head} as **{base_letter}.** but:\n{code_block(diff, 'diff')}")
-        else:  # the first, or one that shares too little with it to be told as a diff
+        else:  # the base, or one that shares too little with it to be told as a diff
             parts.append(f"{head}\n{code_block(option.code)}" if option.code else head)
     parts.append(f"**{markdown(card.prompt)}**")
     return "\n".join(parts)

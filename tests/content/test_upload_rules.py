@@ -3,6 +3,7 @@ on real material: the bundled deck passes them, the importer's draft does not.""
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from content.checkers import amp_clip_loop, train_loop
 from content.importer import import_page
 from content.loader import DECKS_DIR, load_deck, parse_deck
 from content.placeholders import is_placeholder, placeholder_problems
+from content.safe_text import code_block
 from content.untrusted import UntrustedDeck, parse_untrusted
 from content.versions import accepts_changed
 from tests.helpers.exercises import EXAMPLE
@@ -133,25 +135,36 @@ def test_a_choice_the_card_no_longer_has_shows_no_mistake():
     assert mistakes_of(shape, {"attr": "dtype"}) == ["wrong_attribute"]
 
 
-def test_a_code_option_card_is_measured_in_its_longest_option_order():
-    """Options are shuffled per learner, and a card whose options are code shows the first
-    whole and each other as its diff against it: two long loops that differ in a line fit
-    one embed after each other, not after a short one (each then shown whole). An upload
-    is refused when any order would be clipped, though its own order fits."""
+def test_a_code_option_card_is_as_long_in_every_option_order():
+    """Options are shuffled per learner, and a card whose options are code shows one in
+    full and each other as its diff against it: the one that makes the card shortest. Two
+    long loops that differ in a line and a short one fit one embed in any order (with the
+    short one shown in full, the long ones would not), so the upload is accepted; one
+    long loop too many is refused in every order alike."""
     deck = load_deck(BUNDLED)
     index, card = next((i, c) for i, c in enumerate(deck.cards)
                        if getattr(c, "options", None) and any(o.code for o in c.options))
     long = "".join(f"value_{i} = {i}\n" for i in range(200))
     twin = long.replace("value_199 = 199", "value_199 = 0")
     key, *wrong = card.options
+
+    def uploaded_with(options):
+        return deck.model_copy(update={"cards": [
+            *deck.cards[:index], card.model_copy(update={"options": options}),
+            *deck.cards[index + 1:]]})
+
     options = [key.model_copy(update={"code": long}),
                wrong[0].model_copy(update={"code": twin}),
                wrong[1].model_copy(update={"code": "pass"})]
-    uploaded = deck.model_copy(update={"cards": [
-        *deck.cards[:index], card.model_copy(update={"options": options}),
-        *deck.cards[index + 1:]]})
-    short_first = [("A", options[2]), ("B", options[0]), ("C", options[1])]
-    assert len(card_text(card, zip("ABC", options, strict=True))) <= 4096  # as written
-    assert len(card_text(card, short_first)) > 4096  # as some learners would be shown it
+    lengths = {len(card_text(card, zip("ABC", order, strict=True)))
+               for order in itertools.permutations(options)}
+    assert len(lengths) == 1 and lengths.pop() <= 4096
+    assert len(code_block(long)) + len(code_block(twin)) > 4096  # shown whole: clipped
+    assert not [m for path, m in check_limits(uploaded_with(options))
+                if path == ("cards", index, "prompt")]
+    options[2] = wrong[1].model_copy(update={"code": long.replace("value_0 = 0", "")
+                                             .replace("value_1 = 1", "v = 1")})
+    too_long = uploaded_with([*options, options[0].model_copy(update={
+        "id": "extra", "correct": False, "code": long[::-1]})])
     assert any(path == ("cards", index, "prompt") and "the card as shown" in message
-               for path, message in check_limits(uploaded))
+               for path, message in check_limits(too_long))

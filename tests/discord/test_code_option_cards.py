@@ -1,10 +1,11 @@
 """Cards whose options are code in Discord (issue 40, point 7; issue 41, point 8), for every
-such card of the bundled deck: the card letters each loop (the first shown in full, each
-other one as the lines where it differs from it), not "This loop", and ends on its question,
-right above the buttons; a pick's verdict comes below the card as a message of its own,
-naming the loop by its letter; a missed card reveals the key's letter and its code, and its
-solution's steps on request. Every message fits a phone screen (PHONE_SCREEN), in every
-order the options can be shown in."""
+such card of the bundled deck: the card letters each loop (one shown in full first, the one
+that makes the card shortest, each other one as the lines where it differs from it), not
+"This loop", and ends on its question, right above the buttons; a loop picked wrong folds
+to its letter; a pick's verdict comes below the card as a message of its own, naming the
+loop by its letter; a missed card reveals the key's letter and its code, and its solution's
+steps on request. Every message fits a phone screen (PHONE_SCREEN), in every order the
+options can be shown in, the hint shown too."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from datetime import datetime
 
 import pytest
 
+from bot.discord_ui import render
 from bot.discord_ui.render import PHONE_SCREEN, card_embed
 from bot.engine import preview
+from bot.engine.feedback import code_diff
 from content.safe_text import code_block, markdown
 from tests.helpers.code_options import CODE_OPTION_CARDS, DECK, alone
 from tests.helpers.discord import final, letter_for
@@ -47,11 +50,12 @@ async def test_a_code_option_card_letters_each_loop_and_asks_above_the_buttons(
         assert message.content.startswith("👋 **Welcome!**")
     text = message.embeds[0].description
     shown = letters_in_order(card, message)
-    (first_letter, first), *others = shown
-    assert text.startswith(f"**{first_letter}.**\n{code_block(first.code)}\n")
-    for letter, option in others:  # a diff, or its loop where that would be shorter
-        as_diff = f"\n**{letter}.** as **{first_letter}.** but:\n```diff\n" in text
-        assert as_diff != (f"\n**{letter}.**\n{code_block(option.code)}\n" in text)
+    full_letter, full = next((letter, o) for letter, o in shown
+                             if text.startswith(f"**{letter}.**\n{code_block(o.code)}\n"))
+    for letter, option in shown:  # a diff, or its loop where that would be shorter
+        if option is not full:
+            as_diff = f"\n**{letter}.** as **{full_letter}.** but:\n```diff\n" in text
+            assert as_diff != (f"\n**{letter}.**\n{code_block(option.code)}\n" in text)
     assert "This loop" not in text  # the options' text tells none apart
     assert text.endswith(f"\n**{markdown(card.prompt)}**")  # the question, then the buttons
     assert labels(message)[:len(shown)] == [letter for letter, _ in shown]
@@ -79,7 +83,9 @@ async def test_a_missed_code_option_card_names_letters_and_shows_the_keys_code(w
             # Before the last try: what the pick does and how to go on, not why (41.1).
             assert told.embeds[0].description.endswith("\n\nTry again, or press **Hint**.")
             assert "> **" not in told.embeds[0].description
-            assert message.embeds[0].description == listed  # the card, to pick again
+            # The card, to pick again: the loop just tried folded to its letter.
+            now = message.embeds[0].description
+            assert f"**{letter}.** (tried: not this one)" in now and len(now) < len(listed)
             assert on_screen(message) <= PHONE_SCREEN
     verdict = told.embeds[0]
     assert verdict.title == "Not this time."
@@ -108,30 +114,39 @@ def test_every_order_of_a_code_option_card_fits_a_phone_screen():
 
 
 def every_order(card_id: str) -> None:
+    """Each order, before a pick and after each wrong one, the hint shown: as long in
+    every order (only letters move), and within a phone screen."""
     card = DECK.card(card_id)
+    wrong = [o.id for o in card.options if not o.correct]
+    lengths = set()
     for order in itertools.permutations([o.id for o in card.options]):
-        embed = card_embed(*shown_as(card_id, order))
-        assert len(embed.title) + len(embed.description) + len(embed.footer.text) \
-            <= PHONE_SCREEN, order
+        card, served = shown_as(card_id, order)
+        lengths.add(len(card_embed(card, served).description))
+        for tried in (wrong[:n] for n in range(3)):
+            picked = replace(served, chosen=tuple(tried), hint_used=True)
+            embed = card_embed(card, picked)
+            assert embed.description.count("(tried: not this one)") == len(tried)
+            assert render.on_screen(None, [embed]) <= PHONE_SCREEN, (order, tried)
+    assert len(lengths) == 1, lengths
 
 
 def test_each_other_loop_is_the_lines_where_it_differs():
     order = ("step-and-clear-per-window", "never-clear", "clear-before-step",
              "clear-every-batch")
     text = card_embed(*shown_as("gradient-accumulation/correct-loop", order)).description
-    assert text.startswith("**A.**\n```py\noptimizer.zero_grad()\n")
-    assert "**B.** as **A.** but:\n```diff\n" \
+    # B (never clearing) in full: each other loop then differs from it in one line.
+    assert text.startswith("**B.**\n```py\noptimizer.zero_grad()\n")
+    assert "```\n**A.** as **B.** but:\n```diff\n" \
            "  optimizer.step()\n" \
-           "- optimizer.zero_grad()\n```" in text  # the indentation they share taken off
-    assert "**C.** as **A.** but:\n```diff\n" \
+           "+ optimizer.zero_grad()\n```" in text  # the indentation they share taken off
+    assert "**C.** as **B.** but:\n```diff\n" \
            "  if (i + 1) % accumulati…\n" \
            "+     optimizer.zero_grad()\n" \
-           "      optimizer.step()\n" \
-           "-     optimizer.zero_grad()\n```" in text  # context lines cut short
-    assert "**D.** as **A.** but:\n```diff\n" \
+           "      optimizer.step()\n```" in text  # context lines cut short
+    assert "**D.** as **B.** but:\n```diff\n" \
            "  loss = criterion(output…\n" \
            "+ optimizer.zero_grad()\n" \
-           "  loss.backward()\n" \
-           "…\n" \
-           "      optimizer.step()\n" \
-           "-     optimizer.zero_grad()\n```" in text  # "…" between its two parts
+           "  loss.backward()\n```" in text
+    assert text.index("**A.** as") < text.index("**C.** as") < text.index("**D.** as")
+    first_in_full = code_diff("a\nb\nc\nd\ne\n", "x\nb\nc\nd\ny\n")
+    assert first_in_full == "- a\n+ x\n  b\n…\n  d\n- e\n+ y"  # "…" between two parts
