@@ -19,12 +19,15 @@ run: $(STAMP)
 # and leaderboard tests, and playing cards through discord.py, whose engine calls run on
 # worker threads there) run again on a throwaway PostgreSQL. Each stage runs whatever the one
 # before it said (a failed main run must not skip the PostgreSQL run); the target fails,
-# naming the stages that failed.
+# naming the stages that failed. Test files run side by side, one per CPU up to 4
+# (pytest-xdist; a file's tests stay together in one process, as its fixtures expect):
+# on the 2-core box the suite took 19-22 minutes one file at a time, 9.5 two at a time.
+PARALLEL := -n auto --maxprocesses 4 --dist loadfile
 test: $(STAMP)
 	@failed=""; \
 	$(VENV)/bin/lint-imports || failed="$$failed lint-imports"; \
-	$(VENV)/bin/pytest || failed="$$failed pytest"; \
-	tests/postgres.sh $(VENV)/bin/pytest -q -m postgres || failed="$$failed postgresql"; \
+	$(VENV)/bin/pytest $(PARALLEL) || failed="$$failed pytest"; \
+	tests/postgres.sh $(VENV)/bin/pytest -q $(PARALLEL) -m postgres || failed="$$failed postgresql"; \
 	if [ -n "$$failed" ]; then echo "make test failed:$$failed" >&2; exit 1; fi
 
 bench: $(STAMP)

@@ -55,7 +55,11 @@ class BackgroundSandbox:
         await self.client.stop()
 
     def stop(self) -> None:
+        """Stop the client and its loop, then close the loop (its self-pipe's sockets
+        would otherwise be left to the garbage collector, which warns of them)."""
         if self._thread.is_alive():
             asyncio.run_coroutine_threadsafe(self._stop(), self.loop).result(30)
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(5)
+        if not self._thread.is_alive() and not self.loop.is_closed():
+            self.loop.close()
