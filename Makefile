@@ -21,7 +21,7 @@ run: $(STAMP)
 # before it said (a failed main run must not skip the PostgreSQL run); the target fails,
 # naming the stages that failed. Test files run side by side, one per CPU up to 4
 # (pytest-xdist; a file's tests stay together in one process, as its fixtures expect):
-# on the 2-core box the suite took 19-22 minutes one file at a time, 9.5 two at a time.
+# on the 2-core box the suite took 19-22 minutes one file at a time, 8 two at a time.
 PARALLEL := -n auto --maxprocesses 4 --dist loadfile
 test: $(STAMP)
 	@failed=""; \
