@@ -1,15 +1,13 @@
 from __future__ import annotations
 
 import os
-import uuid
 
 import pytest
-import sqlalchemy as sa
 
 from bot.app import App, build
 from bot.engine.tutor import Tutor
 from content.loader import DeckLibrary
-from scheduler.storage.db import sqlite_url
+from scheduler.storage.db import sqlite_url, throwaway_database
 from scheduler.storage.store import Store
 from tests.helpers.clock import FakeClock
 from tests.helpers.paths import FIXTURES
@@ -28,15 +26,8 @@ def db_url(tmp_path) -> str:
     if not admin_url:
         yield sqlite_url(tmp_path / "tutor.db")
         return
-    name = f"tutor_test_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-    yield sa.engine.make_url(admin_url).set(database=name).render_as_string(
-        hide_password=False)
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f'DROP DATABASE "{name}" WITH (FORCE)')
-    admin.dispose()
+    with throwaway_database(admin_url, "tutor_test") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -10,14 +10,12 @@ reviews; the leaderboard also for its two periods and, public, by an anonymous v
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import os
 import re
 import statistics
 import tempfile
 import time
-import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -33,7 +31,7 @@ from bot.web.app import make_app
 from bot.web.oauth import OAuthApp
 from bot.web.sessions import COOKIE, Sessions
 from bot.web.site import Site
-from scheduler.storage.db import sqlite_url
+from scheduler.storage.db import sqlite_url, throwaway_database
 
 GUILD = 1234567890123456789
 LEARNERS = 10_000
@@ -175,29 +173,13 @@ def _measure(database_url: str, n: int, learners: int, logs: int) -> dict:
                       for p in pages.values())}
 
 
-@contextlib.contextmanager
-def _fresh_postgres(admin_url: str):
-    """A new database on that server, dropped afterwards."""
-    name = f"tutor_bench_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-    try:
-        yield sa.engine.make_url(admin_url).set(database=name).render_as_string(
-            hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f'DROP DATABASE "{name}" WITH (FORCE)')
-        admin.dispose()
-
-
 def bench_web(args, learners: int = LEARNERS, logs: int = LOGS) -> dict:
     n = args.n or 50
     databases = {}
     with tempfile.TemporaryDirectory() as tmp:
         databases["sqlite"] = _measure(sqlite_url(Path(tmp) / "web.db"), n, learners, logs)
     if admin_url := os.environ.get("TEST_POSTGRES_URL"):
-        with _fresh_postgres(admin_url) as url:
+        with throwaway_database(admin_url, "tutor_bench") as url:
             databases["postgresql"] = _measure(url, n, learners, logs)
     return {"benchmark": "web", "learners": learners, "review_logs": logs, "requests": n,
             "databases": databases, "target_p95_ms": TARGET_P95_MS,

@@ -71,7 +71,7 @@ def _card_problems(card, base: tuple, mistakes: dict) -> Iterator[Problem]:
     if len(title) > EMBED_TITLE:
         yield (*base, "topics"), _over(len(title), EMBED_TITLE,
                                        "the card's title (kind, difficulty and topics)")
-    shown = _longest_text(card)
+    shown = _shown_length(card)
     if shown > EMBED_DESCRIPTION:
         yield (*base, "prompt"), _over(shown, EMBED_DESCRIPTION,
                                        "the card as shown (prompt, code and options)")
@@ -118,7 +118,7 @@ def _card_problems(card, base: tuple, mistakes: dict) -> Iterator[Problem]:
             "takeaway)"))
 
 
-def _longest_text(card) -> int:
+def _shown_length(card) -> int:
     """The card as shown, before any pick. Options are shuffled per serve, but only their
     letters depend on the order (one character each): a code-option card shows in full
     whichever option makes it shortest (`feedback.code_options_text`)."""

@@ -108,8 +108,7 @@ async def _change(request: web.Request, site: Site, guild_id: int, call,
     try:
         await site.db(call, guild_id, *args)
     except TutorError as exc:
-        return site.page(request, "message.html", status=409, title="Nothing was changed",
-                         text=str(exc))
+        return site.message(request, "Nothing was changed", str(exc), status=409)
     raise web.HTTPSeeOther(f"/servers/{guild_id}/decks")
 
 

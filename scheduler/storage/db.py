@@ -11,6 +11,7 @@ import contextlib
 import fcntl
 import logging
 import threading
+import uuid
 import zlib
 from pathlib import Path
 
@@ -139,6 +140,23 @@ def upsert_insert(table: sa.Table, dialect_name: str):
     """An INSERT that takes ON CONFLICT clauses, for this dialect (SQLite or PostgreSQL)."""
     module = postgresql if dialect_name == "postgresql" else sqlite
     return module.insert(table)
+
+
+@contextlib.contextmanager
+def throwaway_database(admin_url: str, prefix: str):
+    """A new PostgreSQL database on the server of `admin_url` (its URL), dropped afterwards,
+    for a test or a benchmark."""
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    try:
+        yield sa.engine.make_url(admin_url).set(database=name).render_as_string(
+            hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'DROP DATABASE "{name}" WITH (FORCE)')
+        admin.dispose()
 
 
 def sqlite_url(path: str | Path) -> str:

@@ -36,22 +36,24 @@ class Counts:
         self.mistakes: Counter[Key] = Counter()
 
     def add_card(self, key: Key, reviews: int, missed: int) -> None:
-        both = self.cards.setdefault(key, [0, 0])
-        both[0] += reviews
-        both[1] += missed
+        _add(self.cards, key, reviews, missed)
 
     def ranked(self, top: int) -> Insights:
         """The `top` most missed cards (ties: by id) and mistakes (ties: by deck and id)."""
         by_card: dict[str, list[int]] = {}
         for (_, card_id), (reviews, missed) in self.cards.items():
-            both = by_card.setdefault(card_id, [0, 0])
-            both[0] += reviews
-            both[1] += missed
+            _add(by_card, card_id, reviews, missed)
         cards = sorted(((card_id, missed, reviews)
                         for card_id, (reviews, missed) in by_card.items() if missed),
                        key=lambda row: (-row[1], row[0]))
         mistakes = sorted(self.mistakes.items(), key=lambda kv: (-kv[1], kv[0]))
         return Insights(cards[:top], mistakes[:top])
+
+
+def _add(counts: dict, key, reviews: int, missed: int) -> None:
+    both = counts.setdefault(key, [0, 0])
+    both[0] += reviews
+    both[1] += missed
 
 
 def _day_start(day: date) -> datetime:
@@ -108,10 +110,10 @@ class InsightQueries(Queries):
                      "missed": missed} for (deck, card), (reviews, missed) in counts.cards.items()]
             rows += [{"kind": "mistake", "deck_id": deck, "item_id": mistake, "reviews": 0,
                       "missed": times} for (deck, mistake), times in counts.mistakes.items()]
-            reviews = sum(reviews for reviews, _ in counts.cards.values())
+            counted = sum(reviews for reviews, _ in counts.cards.values())
             with self.engine.begin() as conn:
                 # A learner forgotten since the read took reviews with them: count it later.
-                if _reviews_on(conn, guild_id, day) != reviews:
+                if _reviews_on(conn, guild_id, day) != counted:
                     continue
                 if rows:
                     conn.execute(upsert_insert(day_t, dialect).on_conflict_do_nothing(),
